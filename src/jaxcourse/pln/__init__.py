@@ -1,0 +1,36 @@
+"""The Poisson-lognormal (PLN) case study: data, model maths, and the fitting levels.
+
+Every level module (`level0` ... `level4`) exposes `fit(data, n_iter, *, optimizer) -> FitResult`.
+"""
+
+from . import level0 as level0
+from . import level1 as level1
+from . import level2 as level2
+from . import level3 as level3
+from . import level4 as level4
+from ._algorithm import DEFAULT_OPTIMIZER as DEFAULT_OPTIMIZER
+from ._algorithm import LEARNING_RATE as LEARNING_RATE
+from ._algorithm import FitResult as FitResult
+from ._algorithm import init_variational as init_variational
+from ._algorithm import negative_elbo as negative_elbo
+from ._algorithm import update_step as update_step
+from ._data import PLNData as PLNData
+from ._data import Simulation as Simulation
+from ._data import load_oaks as load_oaks
+from ._data import make_data as make_data
+from ._data import simulate as simulate
+from ._model import ModelParams as ModelParams
+from ._model import Variational as Variational
+from ._model import closed_form_coef as closed_form_coef
+from ._model import closed_form_covariance as closed_form_covariance
+from ._model import closed_form_params as closed_form_params
+from ._model import elbo as elbo
+from ._model import log_det_from_cholesky as log_det_from_cholesky
+from ._model import log_det_spd as log_det_spd
+from ._model import log_factorial as log_factorial
+from ._model import log_factorial_stirling as log_factorial_stirling
+from ._model import profiled_elbo as profiled_elbo
+from ._model import stirling_correction as stirling_correction
+
+LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4}
+"""Level number -> module; every module has the same `fit`."""

@@ -1,0 +1,197 @@
+"""PLN data: the oaks data set, simulated data, and the checks every input goes through."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class PLNData(NamedTuple):
+    """Counts, offsets and covariates of a PLN data set, as float32 JAX arrays.
+
+    Attributes:
+        counts: `(n_samples, n_species)` non-negative integer counts Y.
+        offsets: `(n_samples, n_species)` offsets O, on the log scale.
+        covariates: `(n_samples, n_covariates)` design matrix X.
+
+    A NamedTuple is a pytree, so a `PLNData` passes through `jit`, `scan` and `vmap` as it is.
+    """
+
+    counts: jax.Array
+    offsets: jax.Array
+    covariates: jax.Array
+
+    @property
+    def n_samples(self) -> int:
+        return self.counts.shape[0]
+
+    @property
+    def n_species(self) -> int:
+        return self.counts.shape[1]
+
+    @property
+    def n_covariates(self) -> int:
+        return self.covariates.shape[1]
+
+
+class Simulation(NamedTuple):
+    """Data drawn from a PLN model, with the parameters that drew it.
+
+    Attributes:
+        data: the simulated `PLNData`.
+        coef: `(n_covariates, n_species)` true regression coefficients B.
+        covariance: `(n_species, n_species)` true latent covariance Sigma.
+    """
+
+    data: PLNData
+    coef: jax.Array
+    covariance: jax.Array
+
+
+def _as_float_matrix(name: str, value) -> np.ndarray:
+    """Converts `value` to a 2-D float64 NumPy array, or raises a clear error."""
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}.")
+    array = np.asarray(value)
+    if array.dtype == object or not (
+        np.issubdtype(array.dtype, np.number) or array.dtype == bool
+    ):
+        raise TypeError(f"{name} must hold numbers, got an array of dtype {array.dtype}.")
+    if np.iscomplexobj(array):
+        raise TypeError(f"{name} must be real, got complex dtype {array.dtype}.")
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 2-D (n_samples, ...), got shape {array.shape}.")
+    return array.astype(np.float64)
+
+
+def _check_finite(name: str, array: np.ndarray) -> None:
+    if not np.all(np.isfinite(array)):
+        bad = int(np.size(array) - np.count_nonzero(np.isfinite(array)))
+        raise ValueError(f"{name} must be finite, but {bad} entries are NaN or infinite.")
+
+
+def _check_rows(name: str, array: np.ndarray, n_samples: int) -> None:
+    if array.shape[0] != n_samples:
+        raise ValueError(
+            f"{name} has {array.shape[0]} rows but counts has {n_samples}: "
+            "each row must describe the same sample."
+        )
+
+
+def make_data(counts, offsets=None, covariates=None) -> PLNData:
+    """Validates raw arrays and returns them as a `PLNData`.
+
+    Args:
+        counts: `(n_samples, n_species)` non-negative, integer-valued, finite counts.
+        offsets: `(n_samples, n_species)` finite log-scale offsets; zeros if omitted.
+        covariates: `(n_samples, n_covariates)` finite design matrix; an intercept column if
+            omitted.
+
+    Returns:
+        A `PLNData` of float32 JAX arrays.
+
+    Raises:
+        TypeError: an input is not a real numeric array.
+        ValueError: negative, non-integer or non-finite counts, non-finite offsets or
+            covariates, or shapes that do not match.
+    """
+    counts = _as_float_matrix("counts", counts)
+    _check_finite("counts", counts)
+    if np.any(counts < 0):
+        raise ValueError(f"counts must be non-negative, but {int(np.sum(counts < 0))} are negative.")
+    if np.any(counts != np.round(counts)):
+        raise ValueError("counts must be whole numbers (Poisson counts), but some have a fractional part.")
+    n_samples, n_species = counts.shape
+    if n_samples < 1 or n_species < 1:
+        raise ValueError(f"counts must have at least one row and one column, got shape {counts.shape}.")
+
+    if offsets is None:
+        offsets = np.zeros_like(counts)
+    offsets = _as_float_matrix("offsets", offsets)
+    _check_rows("offsets", offsets, n_samples)
+    if offsets.shape != counts.shape:
+        raise ValueError(f"offsets must have the shape of counts {counts.shape}, got {offsets.shape}.")
+    _check_finite("offsets", offsets)
+
+    if covariates is None:
+        covariates = np.ones((n_samples, 1))
+    covariates = _as_float_matrix("covariates", covariates)
+    _check_rows("covariates", covariates, n_samples)
+    _check_finite("covariates", covariates)
+
+    return PLNData(
+        counts=jnp.asarray(counts, dtype=jnp.float32),
+        offsets=jnp.asarray(offsets, dtype=jnp.float32),
+        covariates=jnp.asarray(covariates, dtype=jnp.float32),
+    )
+
+
+def load_oaks(repeat: int = 1) -> PLNData:
+    """The oaks powdery-mildew data (n = 116 leaves, p = 114 species), via pyPLNmodels.
+
+    Args:
+        repeat: stack the data `repeat` times along the samples, to make a bigger problem
+            (the source tutorial uses 100: n = 11600).
+
+    Returns:
+        `PLNData` with the counts (`endog`), the offsets (already on the log scale) and an
+        intercept covariate, each repeated `repeat` times.
+    """
+    if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)):
+        raise TypeError(f"repeat must be an int, got {type(repeat).__name__}.")
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}.")
+    from pyPLNmodels import load_oaks as _pyplnmodels_load_oaks
+
+    oaks = _pyplnmodels_load_oaks()
+    counts = np.tile(np.asarray(oaks["endog"], dtype=np.float64), (repeat, 1))
+    offsets = np.tile(np.asarray(oaks["offsets"], dtype=np.float64), (repeat, 1))
+    return make_data(counts, offsets)
+
+
+def simulate(
+    n_samples: int,
+    n_species: int,
+    *,
+    key: jax.Array,
+    n_covariates: int = 1,
+    offset_scale: float = 1.0,
+    correlation: float = 0.5,
+) -> Simulation:
+    """Draws counts from a PLN model with known parameters.
+
+    Z_i ~ N(X_i B, Sigma) and Y_ij ~ Poisson(exp(O_ij + Z_ij)), with an intercept in X, an
+    AR(1)-style covariance `Sigma_jk = 0.5 * correlation**|j - k|` and offsets drawn around
+    `log(offset_scale)`.
+
+    Args:
+        n_samples: number of rows n.
+        n_species: number of columns p.
+        key: a JAX PRNG key (keyword-only).
+        n_covariates: columns of X, the first being the intercept.
+        offset_scale: typical multiplicative exposure exp(O).
+        correlation: AR(1) correlation between neighbouring species, in (-1, 1).
+
+    Returns:
+        A `Simulation` holding the data and the true `coef` and `covariance`.
+    """
+    if n_samples < 1 or n_species < 1 or n_covariates < 1:
+        raise ValueError("n_samples, n_species and n_covariates must all be at least 1.")
+    if not -1.0 < correlation < 1.0:
+        raise ValueError(f"correlation must lie in (-1, 1), got {correlation}.")
+    key_x, key_b, key_o, key_z, key_y = jax.random.split(key, 5)
+    extra = jax.random.normal(key_x, (n_samples, n_covariates - 1))
+    covariates = jnp.concatenate([jnp.ones((n_samples, 1)), extra], axis=1)
+    coef = (0.5 * jax.random.normal(key_b, (n_covariates, n_species))).at[0].add(1.0)
+    lags = jnp.abs(jnp.arange(n_species)[:, None] - jnp.arange(n_species)[None, :])
+    covariance = 0.5 * correlation**lags
+    offsets = jnp.log(offset_scale) + 0.1 * jax.random.normal(key_o, (n_samples, n_species))
+    latent = covariates @ coef + jax.random.multivariate_normal(
+        key_z, jnp.zeros(n_species), covariance, (n_samples,)
+    )
+    counts = jax.random.poisson(key_y, jnp.exp(offsets + latent))
+    data = make_data(np.asarray(counts), np.asarray(offsets), np.asarray(covariates))
+    return Simulation(data=data, coef=coef, covariance=covariance)

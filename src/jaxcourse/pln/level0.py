@@ -1,0 +1,41 @@
+"""Level 0: a plain Python class running JAX op by op, with no `jit` (the baseline)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import optax
+
+from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, update_step
+from ._data import PLNData
+from ._model import closed_form_params
+
+
+class EagerPLN:
+    """Holds the data and every parameter as attributes, and updates them in place.
+
+    Each JAX operation inside `step` is dispatched on its own, exactly as NumPy would run it.
+    """
+
+    def __init__(self, data: PLNData, optimizer: optax.GradientTransformation):
+        self.data = data
+        self.optimizer = optimizer
+        self.variational = init_variational(data)
+        self.params = closed_form_params(data, self.variational)
+        self.opt_state = optimizer.init(self.variational)
+
+    def step(self):
+        """Runs one iteration, mutating the attributes; returns the ELBO before the step."""
+        self.variational, self.params, self.opt_state, elbo = update_step(
+            self.variational, self.params, self.opt_state, self.data, self.optimizer
+        )
+        return elbo
+
+
+def fit(
+    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER
+) -> FitResult:
+    """Fits the PLN model by `n_iter` eager iterations; see `FitResult` for the shapes."""
+    check_fit_arguments(data, n_iter)
+    model = EagerPLN(data, optimizer)
+    trace = [model.step() for _ in range(n_iter)]
+    return FitResult(jnp.stack(trace), model.variational, model.params)
