@@ -54,9 +54,11 @@ if "google.colab" in sys.modules:
          "jaxcourse @ git+https://github.com/{REPOSITORY}@{REF}"],
         check=True,
     )
-    import jax
+    from importlib.metadata import version
 
-    print(f"jax {{jax.__version__}} on {{jax.devices()}}")'''
+    # The version only: listing devices here would start JAX's backends before a
+    # chapter can configure them (the sharding chapter sets the CPU device count).
+    print("jax", version("jax"), "- devices are listed in the banner below")'''
 
 
 def _markdown_for_notebook(text: str) -> str:

@@ -1,0 +1,39 @@
+"""The first cell of every chapter: short tracebacks, quiet known warnings, plot style, banner."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import warnings
+
+from .bench import environment_line
+
+
+class Banner(str):
+    """A one-line note that Jupyter and Quarto render as Markdown."""
+
+    def _repr_markdown_(self) -> str:
+        return f"*{self}*"
+
+
+def _short_tracebacks() -> None:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is not None:
+        with contextlib.redirect_stdout(io.StringIO()):  # %xmode prints its new mode
+            shell.run_line_magic("xmode", "Minimal")
+
+
+def start_chapter() -> Banner:
+    """Configures the page and returns the 'executed with jax X on DEVICE' banner."""
+    _short_tracebacks()
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
+    import matplotlib
+
+    matplotlib.rcParams.update(
+        {"figure.figsize": (7, 4), "figure.dpi": 110, "axes.grid": True, "grid.alpha": 0.3}
+    )
+    return Banner(environment_line())
