@@ -24,7 +24,10 @@ from ._model import Variational as Variational
 from ._model import closed_form_coef as closed_form_coef
 from ._model import closed_form_covariance as closed_form_covariance
 from ._model import closed_form_params as closed_form_params
+from ._model import ElboStatistics as ElboStatistics
 from ._model import elbo as elbo
+from ._model import elbo_from_statistics as elbo_from_statistics
+from ._model import elbo_statistics as elbo_statistics
 from ._model import log_det_from_cholesky as log_det_from_cholesky
 from ._model import log_det_spd as log_det_spd
 from ._model import log_factorial as log_factorial

@@ -102,12 +102,61 @@ def closed_form_params(data: PLNData, variational: Variational) -> ModelParams:
     return ModelParams(coef, closed_form_covariance(data.covariates, variational, coef))
 
 
+class ElboStatistics(NamedTuple):
+    """The sums over samples that the ELBO needs; each is a sum of per-sample terms.
+
+    Because they are sums, a data-parallel ELBO computes them on each shard of samples and
+    adds them up (`psum`) before `elbo_from_statistics`.
+
+    Attributes:
+        poisson: scalar sum_ij [Y(O + M) - exp(O + M + S^2/2) + log S - log Y!].
+        scatter: `(p, p)` matrix (M - XB)'(M - XB) + diag(sum_i S_i^2).
+        n_samples: number of samples summed (a scalar array, so it can be summed too).
+    """
+
+    poisson: jax.Array
+    scatter: jax.Array
+    n_samples: jax.Array
+
+
+def elbo_statistics(data: PLNData, variational: Variational, coef: jax.Array) -> ElboStatistics:
+    """The per-data sums of the ELBO for `(n, p)` data, M, S and a `(d, p)` coef."""
+    counts, offsets, covariates = data
+    mean, sqrt_var = variational
+    variance = jnp.square(sqrt_var)
+    log_rate = offsets + mean
+    poisson = jnp.sum(
+        counts * log_rate
+        - jnp.exp(log_rate + 0.5 * variance)
+        + 0.5 * jnp.log(variance)
+        - log_factorial(counts)
+    )
+    residuals = mean - covariates @ coef
+    scatter = residuals.T @ residuals + jnp.diag(jnp.sum(variance, axis=0))
+    return ElboStatistics(poisson, scatter, jnp.asarray(counts.shape[0], dtype=poisson.dtype))
+
+
+def elbo_from_statistics(stats: ElboStatistics, covariance: jax.Array) -> jax.Array:
+    """Completes the ELBO from its sums and the `(p, p)` covariance Sigma (scalar)."""
+    chol = jnp.linalg.cholesky(covariance)
+    n_species = covariance.shape[0]
+    trace = jnp.trace(cho_solve((chol, True), stats.scatter))
+    return (
+        stats.poisson
+        - 0.5 * stats.n_samples * log_det_from_cholesky(chol)
+        - 0.5 * trace
+        + 0.5 * stats.n_samples * n_species
+    )
+
+
 def elbo(data: PLNData, variational: Variational, params: ModelParams) -> jax.Array:
     """The evidence lower bound of the PLN model, with exact log-factorials.
 
     ELBO = sum_ij [ Y(O + M) - exp(O + M + S^2/2) + log S - log Y! ]
            - n/2 log det Sigma - 1/2 tr(Sigma^{-1} [(M - XB)'(M - XB) + diag(sum_i S_i^2)])
            + n p / 2
+
+    (0.5 log S^2 = log S: the entropy of q up to a constant that cancels with n p / 2.)
 
     Args:
         data: counts and offsets `(n, p)`, covariates `(n, d)`.
@@ -117,25 +166,7 @@ def elbo(data: PLNData, variational: Variational, params: ModelParams) -> jax.Ar
     Returns:
         A scalar (float32 unless x64 is enabled).
     """
-    counts, offsets, covariates = data
-    mean, sqrt_var = variational
-    variance = jnp.square(sqrt_var)
-    log_rate = offsets + mean
-    poisson_part = jnp.sum(
-        counts * log_rate
-        - jnp.exp(log_rate + 0.5 * variance)
-        + 0.5 * jnp.log(variance)
-        - log_factorial(counts)
-    )
-    residuals = mean - covariates @ params.coef
-    scatter = residuals.T @ residuals + jnp.diag(jnp.sum(variance, axis=0))
-    chol = jnp.linalg.cholesky(params.covariance)
-    n_samples, n_species = counts.shape
-    trace = jnp.trace(cho_solve((chol, True), scatter))
-    gaussian_part = (
-        -0.5 * n_samples * log_det_from_cholesky(chol) - 0.5 * trace + 0.5 * n_samples * n_species
-    )
-    return poisson_part + gaussian_part
+    return elbo_from_statistics(elbo_statistics(data, variational, params.coef), params.covariance)
 
 
 def profiled_elbo(data: PLNData, variational: Variational) -> jax.Array:
