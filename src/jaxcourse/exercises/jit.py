@@ -1,0 +1,268 @@
+"""Checkers for the exercises of the chapter 'Just-in-time compilation with jax.jit'."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import itertools
+import numbers
+import time
+from typing import Callable, Iterator
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..checks import CheckFailed, exercise_checker, require
+
+
+def _close(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    actual = np.asarray(actual)
+    return actual.shape == np.shape(expected) and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
+
+
+# Counting compilations of code we do not own ------------------------------------------------------
+
+# jax.monitoring reports the duration of every trace and every XLA compilation under these names.
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+
+
+@dataclasses.dataclass
+class _CompileCount:
+    traces: int = 0
+    compiles: int = 0
+
+
+@contextlib.contextmanager
+def _count_compiles() -> Iterator[_CompileCount]:
+    """Counts every trace and XLA compilation inside the block (eager ops' first use included)."""
+    count = _CompileCount()
+
+    def listener(event: str, duration_secs: float, **kwargs) -> None:
+        if event == _TRACE_EVENT:
+            count.traces += 1
+        elif event == _COMPILE_EVENT:
+            count.compiles += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+
+
+# Exercise 1 ------------------------------------------------------------------------------------
+
+
+def _apply_boundary_reference(u: np.ndarray, left: float, right: float) -> np.ndarray:
+    u = u.copy()
+    u[0] = left
+    u[-1] = right
+    u[1:-1] *= 0.5
+    return u
+
+
+@exercise_checker("Exercise 1 (in-place updates with .at[])")
+def check_apply_boundary(apply_boundary: Callable) -> None:
+    """Checks `apply_boundary(u, left, right)` under jit against the NumPy version."""
+    require(callable(apply_boundary), "pass the function itself: check_apply_boundary(apply_boundary).")
+    jitted = jax.jit(apply_boundary)
+    rng = np.random.default_rng(0)
+    cases = [
+        (np.arange(1.0, 7.0, dtype=np.float32), -1.0, 2.0),
+        (rng.normal(size=9).astype(np.float32), 0.5, 0.25),
+        (rng.normal(size=3).astype(np.float32), 3.0, -3.0),
+    ]
+    for u, left, right in cases:
+        try:
+            actual = jitted(jnp.asarray(u), left, right)
+        except TypeError as error:
+            if "immutable" in str(error):
+                raise CheckFailed(
+                    "JAX arrays are immutable: replace `u[i] = v` by `u = u.at[i].set(v)` and "
+                    "`u[a:b] *= c` by `u = u.at[a:b].multiply(c)`."
+                ) from None
+            raise
+        require(actual is not None, "apply_boundary must return the new array (.at[] returns a copy; it does not modify u).")
+        expected = _apply_boundary_reference(u, left, right)
+        require(np.shape(actual) == u.shape, f"the result should have shape {u.shape}, got {np.shape(actual)}.")
+        actual = np.asarray(actual)
+        require(
+            _close(actual[[0, -1]], expected[[0, -1]]),
+            f"the end values should be left={left} and right={right}, got {actual[0]:.3f} and {actual[-1]:.3f}.",
+        )
+        if not _close(actual[1:-1], expected[1:-1]):
+            require(
+                not _close(actual[1:-1], u[1:-1]),
+                "the interior u[1:-1] is unchanged: it should be halved, with u = u.at[1:-1].multiply(0.5). "
+                "Remember that .at[] returns a new array, which you must keep.",
+            )
+            require(False, f"the interior values are wrong for u = {np.round(u, 3).tolist()}: expected "
+                    f"{np.round(expected[1:-1], 3).tolist()}, got {np.round(actual[1:-1], 3).tolist()}.")
+
+
+# Exercise 2 ------------------------------------------------------------------------------------
+
+
+class _PendingResult:
+    """A result that becomes ready at `ready_at`, like a JAX array still being computed."""
+
+    def __init__(self, ready_at: float):
+        self._ready_at = ready_at
+
+    def block_until_ready(self) -> "_PendingResult":
+        delay = self._ready_at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        self.block_until_ready()
+        return np.zeros(3, dtype=dtype)
+
+
+class _SimulatedJit:
+    """Behaves like a jitted function with asynchronous dispatch, with known times.
+
+    The first call 'compiles' (blocks for `compile_s`); every call returns at once and its
+    result becomes ready `run_s` after the previous result, as on a queue of device work.
+    """
+
+    def __init__(self, compile_s: float, run_s: float):
+        self.compile_s, self.run_s = compile_s, run_s
+        self.calls = 0
+        self._queue_free_at = 0.0
+
+    def __call__(self, x):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.compile_s)
+        ready_at = max(time.perf_counter(), self._queue_free_at) + self.run_s
+        self._queue_free_at = ready_at
+        return _PendingResult(ready_at)
+
+
+@exercise_checker("Exercise 2 (a timing that blocks)")
+def check_time_blocked(time_blocked: Callable) -> None:
+    """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result."""
+    require(callable(time_blocked), "pass the function itself: check_time_blocked(time_blocked).")
+    compile_s, run_s = 0.25, 0.1
+    simulated = _SimulatedJit(compile_s, run_s)
+    seconds = time_blocked(simulated, np.zeros(3))
+    require(
+        isinstance(seconds, numbers.Real) and not isinstance(seconds, bool),
+        f"return the time as a float number of seconds, got {type(seconds).__name__}.",
+    )
+    seconds = float(seconds)
+    require(simulated.calls >= 2, "call fn once before starting the clock (a warm-up), then time a second call.")
+    require(
+        seconds >= 0.9 * run_s,
+        f"your timing ({seconds * 1e3:.1f} ms) stopped before the result was ready: the checker's function "
+        f"takes {run_s * 1e3:.0f} ms per call but returns at once, as JAX does. Call "
+        ".block_until_ready() on the result (or jax.block_until_ready) before reading the clock.",
+    )
+    require(
+        seconds < 0.9 * (compile_s + run_s),
+        f"your timing ({seconds * 1e3:.0f} ms) includes the first call's compilation: warm up before "
+        "starting the clock.",
+    )
+    require(
+        seconds < 1.7 * run_s,
+        f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when the "
+        "clock started: block on the warm-up's result too.",
+    )
+    real = time_blocked(jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)))
+    require(
+        isinstance(real, numbers.Real) and 0 < float(real) < 10,
+        f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
+    )
+
+
+# Exercise 3 ------------------------------------------------------------------------------------
+
+
+def _soft_threshold_reference(x: np.ndarray, threshold: float) -> np.ndarray:
+    return np.sign(x) * np.maximum(np.abs(x) - threshold, 0.0)
+
+
+_fresh_sizes = itertools.count(40)
+
+
+@exercise_checker("Exercise 3 (stop recompiling)")
+def check_shrink_path(shrink_path: Callable) -> None:
+    """Checks `shrink_path(x, thresholds)`: correct values, and no compilation for new thresholds."""
+    require(callable(shrink_path), "pass the function itself: check_shrink_path(shrink_path).")
+    # A size used by no earlier check, so that compilations on the first call are really counted.
+    size = next(_fresh_sizes)
+    x = np.random.default_rng(size).normal(size=size).astype(np.float32)
+    with _count_compiles() as first:
+        result = shrink_path(jnp.asarray(x), [0.1, 0.5, 1.0])
+    for thresholds in ([0.1, 0.5, 1.0], [0.2, 0.7, 1.5]):
+        with _count_compiles() as again:
+            result = shrink_path(jnp.asarray(x), thresholds)
+        require(result is not None, "shrink_path must return the results (a list or a stacked array).")
+        stacked = np.stack([np.asarray(r) for r in result])
+        expected = np.stack([_soft_threshold_reference(x, t) for t in thresholds])
+        require(
+            stacked.shape == expected.shape,
+            f"expected one array of shape {x.shape} per threshold (shape {expected.shape} stacked), got {stacked.shape}.",
+        )
+        require(_close(stacked, expected), f"wrong values for thresholds {thresholds}.")
+    require(
+        again.compiles == 0,
+        f"called again with 3 new thresholds, your function compiled {again.compiles} new programs. A "
+        "threshold baked in with partial, a lambda or static_argnames is a new program for every value: "
+        "jit soft_threshold once, outside the loop, and pass the threshold as an ordinary (traced) argument.",
+    )
+    require(
+        first.compiles <= 3,
+        f"the first call compiled {first.compiles} small programs, which is what eager (un-jitted) code "
+        "does, one per operation: call a jitted soft_threshold.",
+    )
+
+
+# Exercise 4 ------------------------------------------------------------------------------------
+
+
+@exercise_checker("Exercise 4 (compile ahead of time, and time it)")
+def check_compile_for(compile_for: Callable) -> None:
+    """Checks `compile_for(fn, shape, dtype)` -> (compiled executable, seconds to get it)."""
+    require(callable(compile_for), "pass the function itself: check_compile_for(compile_for).")
+    trace_delay_s = 0.05
+    traces = []
+
+    def fn(x):
+        traces.append(x.shape)
+        time.sleep(trace_delay_s)  # runs while tracing only, so it adds to the lowering time
+        return jnp.cumsum(jnp.cos(x) * 2.0, axis=-1)
+
+    answer = compile_for(fn, (3, 5), jnp.float32)
+    require(
+        isinstance(answer, tuple) and len(answer) == 2,
+        "return a pair (compiled, seconds).",
+    )
+    compiled, seconds = answer
+    require(
+        isinstance(compiled, jax.stages.Compiled),
+        f"the first item should be a compiled executable (jax.stages.Compiled), got "
+        f"{type(compiled).__name__}: use jax.jit(fn).lower(...).compile().",
+    )
+    require(
+        traces == [(3, 5)],
+        f"fn should be traced exactly once, for shape (3, 5); it was traced for {traces}. Lower it with "
+        "jax.ShapeDtypeStruct(shape, dtype), which needs no data and no extra call.",
+    )
+    require(
+        isinstance(seconds, numbers.Real) and not isinstance(seconds, bool),
+        f"the second item should be the time in seconds (a float), got {type(seconds).__name__}.",
+    )
+    require(
+        float(seconds) >= trace_delay_s,
+        f"your time ({float(seconds) * 1e3:.1f} ms) leaves out tracing: the checker's fn spends "
+        f"{trace_delay_s * 1e3:.0f} ms in Python while it is traced. Start the clock before .lower(...).",
+    )
+    require(float(seconds) < 60, f"{float(seconds):.1f} s is not a plausible compile time; time in seconds.")
+    x = np.random.default_rng(4).normal(size=(3, 5)).astype(np.float32)
+    expected = np.cumsum(np.cos(x) * 2.0, axis=-1)
+    require(_close(compiled(jnp.asarray(x)), expected, rtol=1e-5, atol=1e-5), "the compiled function gives wrong values.")

@@ -1,0 +1,95 @@
+"""Data loading, simulation, and the errors bad input gets."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcourse.pln import LEVELS, PLNData, load_oaks, make_data, simulate
+
+
+def test_load_oaks_shapes_and_dtypes():
+    oaks = load_oaks()
+    assert isinstance(oaks, PLNData)
+    assert oaks.counts.shape == oaks.offsets.shape == (116, 114)
+    assert oaks.covariates.shape == (116, 1)
+    assert all(a.dtype == jnp.float32 for a in oaks)
+    assert jnp.all(oaks.covariates == 1.0)
+    # offsets are already log-scale: log of library sizes, far below the raw totals
+    assert float(jnp.max(oaks.offsets)) < 20.0
+
+
+def test_load_oaks_repeat_stacks_samples():
+    oaks, repeated = load_oaks(), load_oaks(repeat=3)
+    assert repeated.counts.shape == (348, 114)
+    np.testing.assert_array_equal(repeated.counts[232:], oaks.counts)
+
+
+@pytest.mark.parametrize(("repeat", "error"), [(0, ValueError), (1.5, TypeError), (True, TypeError)])
+def test_load_oaks_rejects_bad_repeat(repeat, error):
+    with pytest.raises(error, match="repeat"):
+        load_oaks(repeat=repeat)
+
+
+def test_simulate_is_reproducible_and_has_known_parameters(key):
+    first = simulate(50, 6, key=key, n_covariates=2)
+    second = simulate(50, 6, key=key, n_covariates=2)
+    other = simulate(50, 6, key=jax.random.key(1), n_covariates=2)
+    assert first.data.counts.shape == (50, 6)
+    assert first.data.covariates.shape == (50, 2)
+    assert first.coef.shape == (2, 6) and first.covariance.shape == (6, 6)
+    np.testing.assert_array_equal(first.data.counts, second.data.counts)
+    assert not np.array_equal(first.data.counts, other.data.counts)
+    assert np.all(np.asarray(first.data.counts) == np.round(first.data.counts))
+
+
+def test_simulated_counts_follow_the_model(key):
+    """The log of mean counts is close to O + XB + diag(Sigma)/2 on a large sample."""
+    sim = simulate(4000, 3, key=key, offset_scale=5.0)
+    expected = jnp.log(5.0) + sim.coef[0] + 0.5 * jnp.diag(sim.covariance)
+    observed = jnp.log(jnp.mean(sim.data.counts, axis=0))
+    np.testing.assert_allclose(observed, expected, atol=0.1)
+
+
+GOOD = np.ones((4, 3))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"counts": -GOOD}, ValueError, "non-negative"),
+        ({"counts": GOOD * 0.5}, ValueError, "whole numbers"),
+        ({"counts": np.where(np.eye(4, 3) > 0, np.nan, 1.0)}, ValueError, "counts must be finite"),
+        ({"counts": np.where(np.eye(4, 3) > 0, np.inf, 1.0)}, ValueError, "counts must be finite"),
+        ({"counts": GOOD, "offsets": np.zeros((5, 3))}, ValueError, "offsets has 5 rows but counts has 4"),
+        ({"counts": GOOD, "offsets": np.zeros((4, 2))}, ValueError, "offsets must have the shape"),
+        ({"counts": GOOD, "covariates": np.ones((3, 1))}, ValueError, "covariates has 3 rows but counts has 4"),
+        ({"counts": GOOD, "offsets": np.full((4, 3), np.nan)}, ValueError, "offsets must be finite"),
+        ({"counts": GOOD, "covariates": np.full((4, 1), np.inf)}, ValueError, "covariates must be finite"),
+        ({"counts": np.ones(4)}, ValueError, "2-D"),
+        ({"counts": "1 2 3"}, TypeError, "counts must be a 2-D array"),
+        ({"counts": np.array([["a", "b"]])}, TypeError, "must hold numbers"),
+        ({"counts": GOOD + 0j}, TypeError, "real"),
+    ],
+)
+def test_make_data_rejects_bad_input(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        make_data(**kwargs)
+
+
+def test_make_data_defaults_to_zero_offsets_and_an_intercept():
+    data = make_data(GOOD)
+    assert jnp.all(data.offsets == 0) and data.covariates.shape == (4, 1)
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+@pytest.mark.parametrize(("n_iter", "error"), [(0, ValueError), (-3, ValueError), (2.0, TypeError)])
+def test_fit_rejects_bad_n_iter(level, n_iter, error):
+    with pytest.raises(error, match="n_iter"):
+        LEVELS[level].fit(make_data(GOOD), n_iter)
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_fit_rejects_raw_arrays(level):
+    with pytest.raises(TypeError, match="PLNData"):
+        LEVELS[level].fit((GOOD, GOOD, GOOD), 3)

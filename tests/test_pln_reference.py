@@ -1,0 +1,82 @@
+"""Our ELBO equals pyPLNmodels' (torch, float64) at the same parameters, after converting
+the log-factorial convention (pyPLNmodels uses Stirling's approximation)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import torch
+from pyPLNmodels.calculations.elbos import elbo_pln, profiled_elbo_pln
+
+from jaxcourse.pln import (
+    ModelParams,
+    PLNData,
+    Variational,
+    closed_form_params,
+    elbo,
+    load_oaks,
+    profiled_elbo,
+    stirling_correction,
+)
+
+RTOL = 1e-9
+
+
+@pytest.fixture(scope="module")
+def problem():
+    """Oaks in float64 with a non-trivial variational point, as NumPy arrays."""
+    oaks = load_oaks()
+    rng = np.random.default_rng(0)
+    counts = np.asarray(oaks.counts, dtype=np.float64)
+    offsets = np.asarray(oaks.offsets, dtype=np.float64)
+    covariates = np.asarray(oaks.covariates, dtype=np.float64)
+    mean = np.log1p(counts) - offsets + 0.1 * rng.standard_normal(counts.shape)
+    sqrt_var = 0.5 * np.exp(0.2 * rng.standard_normal(counts.shape))
+    return counts, offsets, covariates, mean, sqrt_var
+
+
+def as_jax64(*arrays):
+    return [jnp.asarray(a, dtype=jnp.float64) for a in arrays]
+
+
+def test_full_elbo_matches_pyplnmodels(problem):
+    counts, offsets, covariates, mean, sqrt_var = problem
+    with jax.enable_x64(True):
+        Y, O, X, M, S = as_jax64(counts, offsets, covariates, mean, sqrt_var)
+        data = PLNData(Y, O, X)
+        variational = Variational(M, S)
+        # Model parameters away from the optimum, so every term of the ELBO matters.
+        params = closed_form_params(data, variational)
+        params = ModelParams(params.coef + 0.05, params.covariance + 0.1 * jnp.eye(Y.shape[1]))
+        ours = float(elbo(data, variational, params)) + stirling_correction(counts)
+        coef, covariance = np.asarray(params.coef), np.asarray(params.covariance)
+    theirs = elbo_pln(
+        endog=torch.tensor(counts),
+        marginal_mean=torch.tensor(covariates @ coef),
+        offsets=torch.tensor(offsets),
+        latent_mean=torch.tensor(mean),
+        latent_sqrt_variance=torch.tensor(sqrt_var),
+        precision=torch.linalg.inv(torch.tensor(covariance)),
+    ).item()
+    assert ours == pytest.approx(theirs, rel=RTOL)
+
+
+def test_profiled_elbo_matches_pyplnmodels(problem):
+    counts, offsets, covariates, mean, sqrt_var = problem
+    with jax.enable_x64(True):
+        data = PLNData(*as_jax64(counts, offsets, covariates))
+        ours = float(profiled_elbo(data, Variational(*as_jax64(mean, sqrt_var))))
+    ours += stirling_correction(counts)
+    theirs = profiled_elbo_pln(
+        endog=torch.tensor(counts),
+        exog=torch.tensor(covariates),
+        offsets=torch.tensor(offsets),
+        latent_mean=torch.tensor(mean),
+        latent_sqrt_variance=torch.tensor(sqrt_var),
+    ).item()
+    assert ours == pytest.approx(theirs, rel=RTOL)
+
+
+def test_stirling_correction_matches_the_known_optima():
+    """-32026.02 (exact) and -31456.36 (Stirling) are the same optimum in two conventions."""
+    assert stirling_correction(load_oaks().counts) == pytest.approx(-31456.36 + 32026.02, abs=0.02)

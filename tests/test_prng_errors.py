@@ -1,0 +1,46 @@
+"""Every error shown in the PRNG chapter, pinned: the class and a stable part of its message."""
+
+import jax
+import numpy as np
+import pytest
+
+
+def test_reusing_a_typed_key_raises_key_reuse_error():
+    """Cell 'Catching reuse': a second draw from a consumed key, with the checker on."""
+    with jax.debug_key_reuse(True):
+        key = jax.random.key(42)
+        jax.random.normal(key, (4,))
+        with pytest.raises(jax.errors.KeyReuseError, match="Previously-consumed key passed to jit-compiled function"):
+            jax.random.normal(key, (4,))
+
+
+def test_reusing_a_key_inside_jit_raises_key_reuse_error():
+    """Cell 'weights_and_noise': two draws from one key inside a jitted function."""
+
+    @jax.jit
+    def weights_and_noise(key):
+        return jax.random.normal(key, (4,)), jax.random.normal(key, (4,))
+
+    with jax.debug_key_reuse(True):
+        with pytest.raises(jax.errors.KeyReuseError, match="argument 0 is already consumed"):
+            weights_and_noise(jax.random.key(42))
+
+
+def test_reuse_of_a_legacy_key_is_not_detected():
+    """The chapter's claim: the checker cannot see reuse of a uint32 PRNGKey (no error)."""
+    with jax.debug_key_reuse(True):
+        old_key = jax.random.PRNGKey(42)
+        first, second = jax.random.normal(old_key, (2,)), jax.random.normal(old_key, (2,))
+    np.testing.assert_array_equal(first, second)
+
+
+def test_arithmetic_on_a_typed_key_raises_type_error():
+    """Cell 'Typed keys are not integers': key + 1."""
+    with pytest.raises(TypeError, match=r"add does not accept dtypes key<fry>, int32"):
+        jax.random.key(0) + 1
+
+
+def test_converting_a_typed_key_to_numpy_raises_type_error():
+    """Cell 'Typed keys are not integers': np.asarray(key) points to key_data."""
+    with pytest.raises(TypeError, match=r"cannot be converted to a NumPy array\. Use jax\.random\.key_data"):
+        np.asarray(jax.random.key(0))

@@ -1,0 +1,248 @@
+"""The checkers of the PRNG chapter accept the reference solutions and reject typical mistakes."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
+
+
+# Exercise 1 ------------------------------------------------------------------------------------
+
+
+def next_normal(key):
+    key, subkey = jax.random.split(key)
+    return key, jax.random.normal(subkey)
+
+
+def test_next_normal_solution_passes():
+    """Split, draw with one key, return the other: passes under the key-reuse checker."""
+    verdict = check_next_normal(next_normal)
+    assert verdict, verdict.message
+
+
+def test_next_normal_stub_is_not_yet():
+    """A stub that raises NotImplementedError gets 'not yet'."""
+
+    def stub(key):
+        raise NotImplementedError
+
+    verdict = check_next_normal(stub)
+    assert not verdict
+    assert "no answer yet" in verdict.message
+
+
+def test_next_normal_returning_the_same_key_fails():
+    """Drawing from the key and handing it back unchanged reuses it on the next call."""
+    verdict = check_next_normal(lambda key: (key, jax.random.normal(key)))
+    assert not verdict
+    assert "used twice" in verdict.message
+
+
+def test_next_normal_drawing_from_the_returned_key_fails():
+    """Drawing x from the key that is returned consumes it before the next call splits it."""
+
+    def wrong(key):
+        key, _ = jax.random.split(key)
+        return key, jax.random.normal(key)
+
+    verdict = check_next_normal(wrong)
+    assert not verdict
+    assert "used twice" in verdict.message
+
+
+def test_next_normal_pair_the_wrong_way_round_fails():
+    """(x, key) instead of (key, x) gets a hint about the order."""
+
+    def wrong(key):
+        key, subkey = jax.random.split(key)
+        return jax.random.normal(subkey), key
+
+    verdict = check_next_normal(wrong)
+    assert not verdict
+    assert "wrong way round" in verdict.message
+
+
+def test_next_normal_ignoring_the_key_fails():
+    """Drawing from a freshly seeded key on every call gives the same value each time."""
+
+    def wrong(key):
+        key, _ = jax.random.split(key)
+        return key, jax.random.normal(jax.random.key(0))
+
+    verdict = check_next_normal(wrong)
+    assert not verdict
+    assert "repeated values" in verdict.message
+
+
+# Exercise 2 ------------------------------------------------------------------------------------
+
+
+def chunk_means(key, n_chunks, chunk_size):
+    def one_chunk(chunk_key):
+        return jnp.mean(jnp.exp(jax.random.normal(chunk_key, (chunk_size,))))
+
+    return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+
+
+def test_chunk_means_solution_passes():
+    """vmap over split keys, one lognormal mean per chunk."""
+    verdict = check_chunk_means(chunk_means)
+    assert verdict, verdict.message
+
+
+def test_chunk_means_stub_is_not_yet():
+    def stub(key, n_chunks, chunk_size):
+        raise NotImplementedError
+
+    assert "no answer yet" in check_chunk_means(stub).message
+
+
+def test_chunk_means_one_shared_key_fails():
+    """vmap with in_axes=None over the key gives every chunk the same numbers."""
+
+    def wrong(key, n_chunks, chunk_size):
+        one_chunk = lambda k, _: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
+        return jax.vmap(one_chunk, in_axes=(None, 0))(key, jnp.arange(n_chunks))
+
+    verdict = check_chunk_means(wrong)
+    assert not verdict
+    assert "same numbers" in verdict.message
+
+
+def test_chunk_means_one_block_fails_with_its_own_hint():
+    """Drawing one (n_chunks, chunk_size) block is a valid estimate but not the asked stream."""
+
+    def wrong(key, n_chunks, chunk_size):
+        return jnp.mean(jnp.exp(jax.random.normal(key, (n_chunks, chunk_size))), axis=1)
+
+    verdict = check_chunk_means(wrong)
+    assert not verdict
+    assert "one (n_chunks, chunk_size) block" in verdict.message
+
+
+def test_chunk_means_forgetting_exp_fails():
+    """Averaging z instead of exp(z) estimates 0, not exp(1/2)."""
+
+    def wrong(key, n_chunks, chunk_size):
+        one_chunk = lambda k: jnp.mean(jax.random.normal(k, (chunk_size,)))
+        return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+
+    verdict = check_chunk_means(wrong)
+    assert not verdict
+    assert "exp(1/2)" in verdict.message
+
+
+def test_chunk_means_global_numpy_state_fails():
+    """Noise from NumPy's global generator is not reproducible from the key."""
+    import numpy as np
+
+    def wrong(key, n_chunks, chunk_size):
+        return jnp.mean(jnp.exp(jnp.asarray(np.random.normal(size=(n_chunks, chunk_size)))), axis=1)
+
+    verdict = check_chunk_means(wrong)
+    assert not verdict
+    assert "same key gave different results" in verdict.message
+
+
+def test_chunk_means_wrong_shape_fails():
+    verdict = check_chunk_means(lambda key, n, m: jnp.mean(chunk_means(key, n, m)))
+    assert not verdict
+    assert "one mean per chunk" in verdict.message
+
+
+# Exercise 3 ------------------------------------------------------------------------------------
+
+
+def random_walk(key, n_steps):
+    def step(position, step_key):
+        position = position + jax.random.normal(step_key)
+        return position, position
+
+    _, positions = jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))
+    return positions
+
+
+def test_random_walk_solution_passes():
+    """scan over pre-split keys, position as the carry."""
+    verdict = check_random_walk(random_walk)
+    assert verdict, verdict.message
+
+
+def test_random_walk_stub_is_not_yet():
+    def stub(key, n_steps):
+        raise NotImplementedError
+
+    assert "no answer yet" in check_random_walk(stub).message
+
+
+def test_random_walk_closing_over_one_key_fails():
+    """A scan body that draws from the closed-over key moves by the same step every time."""
+
+    def wrong(key, n_steps):
+        def step(position, _):
+            position = position + jax.random.normal(key)
+            return position, position
+
+        return jax.lax.scan(step, 0.0, None, length=n_steps)[1]
+
+    verdict = check_random_walk(wrong)
+    assert not verdict
+    assert "same amount" in verdict.message
+
+
+def test_random_walk_carried_key_fails_with_its_own_hint():
+    """Splitting the key in the carry is a correct walk with a different stream."""
+
+    def wrong(key, n_steps):
+        def step(carry, _):
+            position, key = carry
+            key, subkey = jax.random.split(key)
+            position = position + jax.random.normal(subkey)
+            return (position, key), position
+
+        return jax.lax.scan(step, (0.0, key), None, length=n_steps)[1]
+
+    verdict = check_random_walk(wrong)
+    assert not verdict
+    assert "carry the key" in verdict.message
+
+
+def test_random_walk_cumsum_without_scan_fails():
+    """A cumsum of vmapped draws matches the stream but is not the scan the exercise asks for."""
+
+    def wrong(key, n_steps):
+        return jnp.cumsum(jax.vmap(jax.random.normal)(jax.random.split(key, n_steps)))
+
+    verdict = check_random_walk(wrong)
+    assert not verdict
+    assert "lax.scan" in verdict.message
+
+
+def test_random_walk_all_at_once_fails():
+    """Steps drawn as one vector from the key itself are a different stream."""
+
+    def wrong(key, n_steps):
+        def step(position, z):
+            position = position + z
+            return position, position
+
+        return jax.lax.scan(step, 0.0, jax.random.normal(key, (n_steps,)))[1]
+
+    verdict = check_random_walk(wrong)
+    assert not verdict
+    assert "all the steps at once" in verdict.message
+
+
+def test_random_walk_recording_the_start_fails():
+    """Emitting the position before the step shifts the walk by one."""
+
+    def wrong(key, n_steps):
+        def step(position, step_key):
+            return position + jax.random.normal(step_key), position
+
+        return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))[1]
+
+    verdict = check_random_walk(wrong)
+    assert not verdict
+    assert "not the start 0" in verdict.message

@@ -1,0 +1,85 @@
+"""The errors shown in the pytrees chapter, pinned: class and a stable fragment of the message."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.tree_util import register_pytree_node_class
+
+
+def test_tree_map_structure_mismatch():
+    """Chapter: trees mapped together must have the same keys."""
+    with pytest.raises(ValueError, match="Dict key mismatch"):
+        jax.tree.map(lambda p, g: p - 0.1 * g, {"w": 1.0}, {"w": 1.0, "b": 2.0})
+
+
+def test_tree_map_none_matches_only_none():
+    """Chapter: None is an empty subtree, so it does not match a leaf."""
+    with pytest.raises(ValueError, match="Expected None, got 1.0"):
+        jax.tree.map(lambda mask, p: p if mask is None else mask * p, {"b": None}, {"b": 1.0})
+
+
+def test_jit_rejects_plain_class():
+    """Chapter: an unregistered class is one leaf, which jit cannot turn into an array."""
+
+    class PlainAffine:
+        def __init__(self, w, b):
+            self.w = w
+            self.b = b
+
+    plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
+    with pytest.raises(TypeError, match=r"as an abstract array.*PlainAffine'> and was passed to the function at path model"):
+        jax.jit(lambda model, x: x @ model.w + model.b)(plain, jnp.ones(3))
+
+
+def test_register_dataclass_string_field_not_static():
+    """Chapter: a str field not marked jax.tree.static becomes a leaf, and jit rejects it."""
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class DenseForgotStatic:
+        w: jax.Array
+        activation: str = "tanh"
+
+    with pytest.raises(TypeError, match=r"of type <class 'str'> and was passed to the function at path layer.activation"):
+        jax.jit(lambda layer: layer.w)(DenseForgotStatic(jnp.ones(2)))
+
+
+def test_array_in_aux_data_fails_on_second_call():
+    """Chapter: an array in aux data works once, then the cache comparison fails."""
+
+    @register_pytree_node_class
+    class ScaleInAux:
+        def __init__(self, w, scale):
+            self.w = w
+            self.scale = scale
+
+        def tree_flatten(self):
+            return (self.w,), (self.scale,)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(children[0], aux_data[0])
+
+    scaled = jax.jit(lambda m: m.w * m.scale)
+    first = scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
+    assert jnp.allclose(first, jnp.arange(3.0))
+    with pytest.raises(ValueError, match="arrays cannot be passed as metadata fields"):
+        scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
+
+
+def test_scan_carry_with_changing_static_field():
+    """Chapter: a static field that changes in a scan carry changes the carry's structure."""
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class Iterate:
+        x: jax.Array
+        step: int = jax.tree.static(default=0)
+
+    def halve(state, _):
+        return Iterate(0.5 * state.x, state.step + 1), None
+
+    with pytest.raises(TypeError, match="carry input and carry output must have the same pytree structure"):
+        jax.lax.scan(halve, Iterate(jnp.ones(2)), length=3)

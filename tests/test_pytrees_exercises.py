@@ -1,0 +1,251 @@
+"""The pytrees chapter's checkers accept the reference solutions and reject typical wrong answers."""
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.tree_util import register_pytree_node_class
+
+from jaxcourse.exercises import pytrees as exercises
+
+
+# Exercise 1: count the parameters -------------------------------------------------------------
+
+
+def count_params(tree):
+    return sum(jnp.size(leaf) for leaf in jax.tree.leaves(tree))
+
+
+def test_count_params_reference_passes():
+    """Summing the sizes of all leaves counts every scalar."""
+    verdict = exercises.check_count_params(count_params)
+    assert verdict, verdict.message
+
+
+def test_count_params_stub_is_not_yet():
+    """A stub raising NotImplementedError gets 'not yet'."""
+
+    def stub(tree):
+        raise NotImplementedError
+
+    verdict = exercises.check_count_params(stub)
+    assert not verdict
+    assert "no answer yet" in verdict.message
+
+
+def test_count_params_counting_leaves_fails():
+    """Counting arrays instead of their entries is the typical slip."""
+    verdict = exercises.check_count_params(lambda tree: len(jax.tree.leaves(tree)))
+    assert not verdict
+    assert "number of leaves" in verdict.message
+
+
+def test_count_params_top_level_only_fails():
+    """Looking only at the top level misses nested containers."""
+
+    def top_level(tree):
+        values = tree.values() if isinstance(tree, dict) else [tree]
+        return sum(np.size(v) for v in values if v is not None)
+
+    verdict = exercises.check_count_params(top_level)
+    assert not verdict
+    assert "expected" in verdict.message
+
+
+# Exercise 2: stack a list of records ----------------------------------------------------------
+
+
+def stack_records(records):
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *records)
+
+
+def test_stack_records_reference_passes():
+    """Mapping jnp.stack over the records stacks every field on a new first axis."""
+    verdict = exercises.check_stack_records(stack_records)
+    assert verdict, verdict.message
+
+
+def test_stack_records_lists_fail():
+    """jax.tree.transpose alone gives lists, which are containers, not leaves."""
+
+    def as_lists(records):
+        outer = jax.tree.structure([0] * len(records))
+        return jax.tree.transpose(outer, None, records)
+
+    verdict = exercises.check_stack_records(as_lists)
+    assert not verdict
+    assert "structure of ONE record" in verdict.message
+
+
+def test_stack_records_wrong_axis_fails():
+    """Stacking on the last axis gives the wrong shape for vector fields."""
+    verdict = exercises.check_stack_records(
+        lambda records: jax.tree.map(lambda *xs: jnp.stack(xs, axis=-1), *records)
+    )
+    assert not verdict
+    assert "new first axis" in verdict.message
+
+
+def test_stack_records_concatenate_fails():
+    """Concatenating merges the records instead of adding an axis."""
+    verdict = exercises.check_stack_records(
+        lambda records: jax.tree.map(lambda *xs: jnp.concatenate([jnp.atleast_1d(x) for x in xs]), *records)
+    )
+    assert not verdict
+    assert "new first axis" in verdict.message
+
+
+def test_stack_records_stub_is_not_yet():
+    def stub(records):
+        raise NotImplementedError
+
+    assert "no answer yet" in exercises.check_stack_records(stub).message
+
+
+# Exercise 3: a Standardizer pytree ------------------------------------------------------------
+
+
+@register_pytree_node_class
+class Standardizer:
+    def __init__(self, mean, scale, name):
+        self.mean, self.scale, self.name = mean, scale, name
+
+    def tree_flatten(self):
+        return (self.mean, self.scale), self.name
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        return cls(*children, aux_data)
+
+
+def test_standardizer_reference_passes():
+    """Arrays as children, the name as aux data, every field restored."""
+    verdict = exercises.check_standardizer(Standardizer)
+    assert verdict, verdict.message
+
+
+def test_standardizer_dataclass_passes():
+    """register_dataclass with a static name is an equally good answer."""
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class DataclassStandardizer:
+        mean: jax.Array
+        scale: jax.Array
+        name: str = jax.tree.static()
+
+    verdict = exercises.check_standardizer(DataclassStandardizer)
+    assert verdict, verdict.message
+
+
+def test_standardizer_stub_is_not_yet():
+    """The chapter's skeleton, whose methods raise NotImplementedError, gets 'not yet'."""
+
+    @register_pytree_node_class
+    class Skeleton:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            raise NotImplementedError
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            raise NotImplementedError
+
+    verdict = exercises.check_standardizer(Skeleton)
+    assert not verdict
+    assert "no answer yet" in verdict.message
+
+
+def test_standardizer_unregistered_fails():
+    class Plain:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+    verdict = exercises.check_standardizer(Plain)
+    assert not verdict
+    assert "not registered" in verdict.message
+
+
+def test_standardizer_dropped_field_fails():
+    """tree_unflatten that forgets a field (the source tutorial's level-4 bug)."""
+
+    @register_pytree_node_class
+    class DropsName:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            return (self.mean, self.scale), self.name
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            new = object.__new__(cls)
+            new.mean, new.scale = children
+            return new
+
+    verdict = exercises.check_standardizer(DropsName)
+    assert not verdict
+    assert "'name' is missing" in verdict.message
+
+
+def test_standardizer_arrays_in_aux_fail():
+    """Putting an array in the aux data (the source tutorial's other level-4 bug)."""
+
+    @register_pytree_node_class
+    class ScaleInAux:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            return (self.mean,), (self.scale, self.name)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(children[0], *aux_data)
+
+    verdict = exercises.check_standardizer(ScaleInAux)
+    assert not verdict
+    assert "never in the aux data" in verdict.message
+
+
+def test_standardizer_name_as_child_fails():
+    """A string among the children would be rejected by jit."""
+
+    @register_pytree_node_class
+    class NameAsChild:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            return (self.mean, self.scale, self.name), None
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(*children)
+
+    verdict = exercises.check_standardizer(NameAsChild)
+    assert not verdict
+    assert "among the leaves" in verdict.message
+
+
+def test_standardizer_swapped_children_fail():
+    """Restoring the children in the wrong order changes the fields."""
+
+    @register_pytree_node_class
+    class Swapped:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            return (self.mean, self.scale), self.name
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(children[1], children[0], aux_data)
+
+    verdict = exercises.check_standardizer(Swapped)
+    assert not verdict
+    assert "round trip changed 'mean'" in verdict.message

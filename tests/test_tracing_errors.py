@@ -1,0 +1,196 @@
+"""The errors shown in the chapter 'Tracing, abstract values and static arguments', one test per error cell.
+
+Each test repeats the chapter's minimal code and pins the exception class and a stable fragment of
+its message (jax 0.10.1). The last tests pin behaviours the chapter states without an error.
+"""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcourse.tracecount import count_traces
+
+
+def clip_negative(x):
+    if x > 0:
+        return x
+    return 0.0 * x
+
+
+def repeat_sin(x, n):
+    for _ in range(n):
+        x = jnp.sin(x)
+    return x
+
+
+def test_python_if_on_tracer_raises_bool_conversion_error():
+    """A Python `if` on a traced scalar cannot choose a branch."""
+    with pytest.raises(jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array") as info:
+        jax.jit(clip_negative)(3.0)
+    assert type(info.value) is jax.errors.TracerBoolConversionError
+    assert isinstance(info.value, jax.errors.ConcretizationTypeError)
+
+
+def test_range_of_traced_int_raises_integer_conversion_error():
+    """range(n) calls n.__index__(), which a tracer refuses."""
+    with pytest.raises(jax.errors.TracerIntegerConversionError, match=r"The __index__\(\) method was called on traced array") as info:
+        jax.jit(repeat_sin)(1.0, 3)
+    assert type(info.value) is jax.errors.TracerIntegerConversionError
+
+
+def test_traced_boolean_mask_raises_non_concrete_boolean_index_error():
+    """x[x > 0] has a data-dependent shape; it is an IndexError subclass."""
+    x = jnp.array([-1.0, 2.0, -3.0, 4.0, 5.0])
+    with pytest.raises(jax.errors.NonConcreteBooleanIndexError, match="Array boolean indices must be concrete") as info:
+        jax.jit(lambda x: x[x > 0].sum())(x)
+    assert type(info.value) is jax.errors.NonConcreteBooleanIndexError
+    assert isinstance(info.value, IndexError)
+
+
+def test_unique_without_size_raises_concretization_error():
+    """jnp.unique needs size= under jit; the error is the general ConcretizationTypeError."""
+    with pytest.raises(jax.errors.ConcretizationTypeError, match=r"you can specify a concrete value for the size argument") as info:
+        jax.jit(jnp.unique)(jnp.array([3, 1, 3, 2]))
+    assert type(info.value) is jax.errors.ConcretizationTypeError
+
+
+def test_lax_select_does_not_broadcast():
+    """lax.select needs cases of equal shapes, unlike jnp.where."""
+    predicate = jnp.array([True, False, True])
+    with pytest.raises(TypeError, match="select cases must have the same shapes") as info:
+        jax.lax.select(predicate, jnp.ones(3), 0.0)
+    assert type(info.value) is TypeError
+
+
+def ones_then_zeros(n, total):
+    return jnp.concatenate([jnp.ones(n), jnp.zeros(total - n)])
+
+
+def test_traced_shape_raises_plain_type_error():
+    """A shape from a traced argument is a plain TypeError, not a jax.errors class."""
+    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values of integer type") as info:
+        jax.jit(ones_then_zeros)(2, 5)
+    assert type(info.value) is TypeError
+    fixed = jax.jit(ones_then_zeros, static_argnames=("n", "total"))(2, 5)
+    np.testing.assert_array_equal(fixed, [1.0, 1.0, 0.0, 0.0, 0.0])
+
+
+@partial(jax.jit, static_argnames="shape")
+def filled(shape, value):
+    return jnp.full(shape, value)
+
+
+def test_unhashable_static_argument_raises_value_error():
+    """Static arguments are cache keys: a list is rejected, a tuple works."""
+    with pytest.raises(ValueError, match="Non-hashable static arguments are not supported") as info:
+        filled([2, 2], 1.0)
+    assert type(info.value) is ValueError
+    assert "unhashable type: 'list'" in str(info.value)
+    assert filled((2, 2), 1.0).shape == (2, 2)
+
+
+class Polynomial:
+    def __init__(self, coefficients):
+        self.coefficients = coefficients
+
+    @jax.jit
+    def __call__(self, x):
+        return jnp.polyval(self.coefficients, x)
+
+
+def test_jit_on_method_of_plain_class_raises_type_error():
+    """`self` of a class that is not a pytree cannot become an abstract array."""
+    with pytest.raises(TypeError, match=r"as an abstract array\. The problematic value is of type .*Polynomial.* at path self") as info:
+        Polynomial(jnp.array([1.0, 0.0, -1.0]))(2.0)
+    assert type(info.value) is TypeError
+
+
+# Behaviours the chapter states without an error -----------------------------------------------
+
+
+def test_grad_without_jit_keeps_values_concrete():
+    """A Python `if` on the input works under grad alone."""
+
+    def piecewise(x):
+        if x > 0:
+            return x**2
+        return -x
+
+    assert jax.grad(piecewise)(3.0) == 6.0
+    assert jax.grad(piecewise)(-3.0) == -1.0
+
+
+def test_retraces_for_new_static_value_shape_and_keyword_call():
+    """The cache key holds static values, shapes, and whether an argument came by keyword."""
+    counted = count_traces(repeat_sin)
+    fast = jax.jit(counted, static_argnames="n")
+    expected = [1, 1, 2, 2, 3, 4]
+    calls = [
+        lambda: fast(jnp.ones(3), 3),
+        lambda: fast(jnp.zeros(3), 3),
+        lambda: fast(jnp.ones(3), 4),
+        lambda: fast(jnp.ones(3), 3),
+        lambda: fast(jnp.ones(5), 3),
+        lambda: fast(jnp.ones(3), n=3),
+    ]
+    seen = []
+    for call in calls:
+        call()
+        seen.append(counted.traces)
+    assert seen == expected
+
+
+def test_static_self_stops_counting_and_goes_stale():
+    """A static `self` runs its Python body once, recompiles per instance and keeps old constants."""
+
+    class CallCounter:
+        def __init__(self):
+            self.calls = 0
+
+        @partial(jax.jit, static_argnums=0)
+        def step(self, x):
+            self.calls += 1
+            return x + 1.0
+
+    counter = CallCounter()
+    for _ in range(3):
+        counter.step(0.0)
+    assert counter.calls == 1
+
+    class Scaler:
+        def __init__(self, factor):
+            self.factor = factor
+
+        @partial(jax.jit, static_argnums=0)
+        @count_traces
+        def __call__(self, x):
+            return x * self.factor
+
+    double, also_double = Scaler(2.0), Scaler(2.0)
+    double(1.0), double(2.0), also_double(1.0)
+    assert Scaler.__call__.__wrapped__.traces == 2
+    double.factor = 10.0
+    assert double(1.0) == 2.0  # stale
+
+
+def test_where_gradient_trap_and_double_where_fix():
+    """The unselected log branch makes the gradient nan at 0; a second where fixes it."""
+    unsafe = lambda x: jnp.where(x > 0, jnp.log(x), 0.0)  # noqa: E731
+
+    def safe(x):
+        positive = x > 0
+        return jnp.where(positive, jnp.log(jnp.where(positive, x, 1.0)), 0.0)
+
+    assert np.isnan(jax.grad(unsafe)(0.0))
+    assert jax.grad(safe)(0.0) == 0.0
+    assert jax.grad(safe)(2.0) == 0.5
+
+
+def test_unique_default_padding_repeats_the_smallest_value():
+    """Without fill_value, jnp.unique pads with the smallest value."""
+    labels = jnp.array([3, 1, 3, 3])
+    np.testing.assert_array_equal(jnp.unique(labels, size=4), [1, 3, 1, 1])
+    np.testing.assert_array_equal(jnp.unique(labels, size=4, fill_value=-1), [1, 3, -1, -1])
