@@ -44,3 +44,27 @@ def test_converting_a_typed_key_to_numpy_raises_type_error():
     """Cell 'Typed keys are not integers': np.asarray(key) points to key_data."""
     with pytest.raises(TypeError, match=r"cannot be converted to a NumPy array\. Use jax\.random\.key_data"):
         np.asarray(jax.random.key(0))
+
+
+def test_scan_body_drawing_from_a_closed_over_key_is_flagged():
+    """The chapter's claim: the checker flags a scan body that reuses a key from outside."""
+
+    def walk_with_one_key(key, n_steps):
+        def step(position, _):
+            position = position + jax.random.normal(key)
+            return position, position
+
+        return jax.lax.scan(step, 0.0, None, length=n_steps)[1]
+
+    with jax.debug_key_reuse(True):
+        with pytest.raises(jax.errors.KeyReuseError, match="scan body function leads to key reuse"):
+            walk_with_one_key(jax.random.key(0), 3)
+
+
+def test_fold_in_and_split_of_one_key_coincide_unflagged():
+    """The chapter's claim: fold_in(key, i) equals split(key, n)[i] here, and nothing is flagged."""
+    with jax.debug_key_reuse(True):
+        key = jax.random.key(1)
+        split_keys = jax.random.split(key, 4)
+        folded = jax.vmap(lambda i: jax.random.fold_in(key, i))(jax.numpy.arange(4))
+    np.testing.assert_array_equal(jax.random.key_data(split_keys), jax.random.key_data(folded))

@@ -4,8 +4,17 @@ import dataclasses
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from jax.tree_util import register_pytree_node_class
+
+
+def test_numpy_dict_comprehension_on_nested_dict():
+    """Chapter: a one-level comprehension breaks on a nested dict of NumPy arrays."""
+    flat_params = {"w": np.ones(3), "b": np.zeros(3)}
+    nested_params = {"hidden": flat_params, "output": {"w": np.ones(3), "b": np.zeros(1)}}
+    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'float' and 'dict'"):
+        {name: 0.5 * value for name, value in nested_params.items()}
 
 
 def test_tree_map_structure_mismatch():

@@ -249,3 +249,23 @@ def test_standardizer_swapped_children_fail():
     verdict = exercises.check_standardizer(Swapped)
     assert not verdict
     assert "round trip changed 'mean'" in verdict.message
+
+
+def test_standardizer_extra_array_in_aux_fails():
+    """Right children, but a copy of an array also kept in the aux data."""
+
+    @register_pytree_node_class
+    class MeanAlsoInAux:
+        def __init__(self, mean, scale, name):
+            self.mean, self.scale, self.name = mean, scale, name
+
+        def tree_flatten(self):
+            return (self.mean, self.scale), (self.name, self.mean)
+
+        @classmethod
+        def tree_unflatten(cls, aux_data, children):
+            return cls(*children, aux_data[0])
+
+    verdict = exercises.check_standardizer(MeanAlsoInAux)
+    assert not verdict
+    assert "aux data contains an array" in verdict.message

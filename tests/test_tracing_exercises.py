@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import pytest
 
 from jaxcourse.exercises.tracing import (
-    check_dense,
     check_mean_of_positives,
     check_polynomial_features,
+    check_polynomial_class,
     check_prefix_sum,
 )
 from jaxcourse.tracecount import count_traces
@@ -29,10 +29,24 @@ def test_stub_is_not_yet(checker):
 
 
 def test_none_is_not_yet():
-    """The class exercise starts from `Dense = None`."""
-    verdict = check_dense(None)
+    """The class exercise starts from `Polynomial = None`."""
+    verdict = check_polynomial_class(None)
     assert not verdict
     assert "no answer yet" in verdict.message
+
+
+@pytest.mark.parametrize(
+    "checker", [check_mean_of_positives, check_prefix_sum, check_polynomial_features]
+)
+def test_missing_return_gets_hint(checker):
+    """A function that computes but returns None gets a hint, not a crash in the checker."""
+
+    def no_return(*args, **kwargs):
+        jnp.zeros(3)
+
+    verdict = checker(no_return)
+    assert not verdict
+    assert "returned None" in verdict.message
 
 
 def test_count_traces_counts_traces_not_calls():
@@ -164,122 +178,166 @@ def test_polynomial_features_wrong_answers_fail(wrong, hint):
 # Exercise 4 ------------------------------------------------------------------------------------
 
 
-def _activate(activation, z):
-    if activation == "relu":
-        return jax.nn.relu(z)
-    if activation == "tanh":
-        return jnp.tanh(z)
-    return z
-
-
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
-class ReferenceDense:
-    weight: jax.Array
-    bias: jax.Array
-    activation: str = jax.tree.static(default="relu")
+class ReferencePolynomial:
+    coefficients: jax.Array
 
     def __call__(self, x):
-        return _activate(self.activation, x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        degree = self.coefficients.shape[0] - 1
+        return ReferencePolynomial(self.coefficients[:-1] * jnp.arange(degree, 0, -1))
 
 
-def test_dense_reference_passes():
-    assert check_dense(ReferenceDense)
+def test_polynomial_class_reference_passes():
+    assert check_polynomial_class(ReferencePolynomial)
 
 
-def test_dense_with_jitted_method_passes():
-    @jax.tree_util.register_dataclass
-    @dataclasses.dataclass
-    class Dense:
-        weight: jax.Array
-        bias: jax.Array
-        activation: str = jax.tree.static(default="relu")
+@jax.tree_util.register_pytree_node_class
+class NodeClassPolynomial:
+    """The same answer with register_pytree_node_class, and a jitted method."""
 
-        @jax.jit
-        def __call__(self, x):
-            return _activate(self.activation, x @ self.weight + self.bias)
+    def __init__(self, coefficients):
+        self.coefficients = coefficients
 
-    assert check_dense(Dense)
+    @jax.jit
+    def __call__(self, x):
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        degree = self.coefficients.shape[0] - 1
+        return NodeClassPolynomial(self.coefficients[:-1] * jnp.arange(degree, 0, -1))
+
+    def tree_flatten(self):
+        return (self.coefficients,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        return cls(*children)
 
 
-class PlainDense:
-    def __init__(self, weight, bias, activation="relu"):
-        self.weight, self.bias, self.activation = weight, bias, activation
+def test_polynomial_class_node_class_passes():
+    assert check_polynomial_class(NodeClassPolynomial)
+
+
+class PlainPolynomial:
+    def __init__(self, coefficients):
+        self.coefficients = coefficients
 
     def __call__(self, x):
-        return _activate(self.activation, x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        degree = self.coefficients.shape[0] - 1
+        return type(self)(self.coefficients[:-1] * jnp.arange(degree, 0, -1))
 
 
-class StaticSelfDense(PlainDense):
+class StaticSelfPolynomial(PlainPolynomial):
     @partial(jax.jit, static_argnums=0)
     def __call__(self, x):
-        return _activate(self.activation, x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
-class StringLeafDense:
-    weight: jax.Array
-    bias: jax.Array
-    activation: str = "relu"
+class MutatingPolynomial:
+    coefficients: jax.Array
 
     def __call__(self, x):
-        return _activate(self.activation, x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        degree = self.coefficients.shape[0] - 1
+        self.coefficients = self.coefficients[:-1] * jnp.arange(degree, 0, -1)
+        return self
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
-class StaticWeightDense:
-    weight: jax.Array = jax.tree.static()
-    bias: jax.Array = jax.tree.static()
-    activation: str = jax.tree.static(default="relu")
+class ArrayDerivativePolynomial:
+    coefficients: jax.Array
 
     def __call__(self, x):
-        return _activate(self.activation, x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        degree = self.coefficients.shape[0] - 1
+        return self.coefficients[:-1] * jnp.arange(degree, 0, -1)
 
 
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
-class IgnoresActivationDense:
-    weight: jax.Array
-    bias: jax.Array
-    activation: str = jax.tree.static(default="relu")
+class PowerlessPolynomial:
+    coefficients: jax.Array
 
     def __call__(self, x):
-        return jnp.tanh(x @ self.weight + self.bias)
+        return jnp.polyval(self.coefficients, x)
+
+    def derivative(self):
+        return PowerlessPolynomial(self.coefficients[:-1])
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class ReversedPolynomial:
+    coefficients: jax.Array
+
+    def __call__(self, x):
+        return jnp.polyval(self.coefficients[::-1], x)
+
+    def derivative(self):
+        return self
+
+
+@jax.tree_util.register_pytree_node_class
+class AuxPolynomial(PlainPolynomial):
+    """Coefficients in aux data: no leaves at all."""
+
+    def tree_flatten(self):
+        return (), tuple(float(c) for c in self.coefficients)
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        return cls(jnp.asarray(aux_data))
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (PlainDense, "register the class as a pytree"),
-        (StaticSelfDense, "register the class as a pytree"),
-        (StringLeafDense, "activation is a leaf"),
-        (StaticWeightDense, "exactly two leaves"),
-        (IgnoresActivationDense, "model(x) is wrong for activation='relu'"),
+        (PlainPolynomial, "register the class as a pytree"),
+        (StaticSelfPolynomial, "register the class as a pytree"),
+        (AuxPolynomial, "exactly one leaf"),
+        (ReversedPolynomial, "highest power first"),
+        (MutatingPolynomial, "changed the polynomial it was called on"),
+        (ArrayDerivativePolynomial, "should return a new Polynomial"),
+        (PowerlessPolynomial, "wrong derivative"),
     ],
-    ids=["plain-class", "static-self", "string-leaf", "static-arrays", "ignores-activation"],
+    ids=["plain-class", "static-self", "aux-data", "reversed", "mutating", "returns-array", "no-powers"],
 )
-def test_dense_wrong_answers_fail(wrong, hint):
-    verdict = check_dense(wrong)
+def test_polynomial_class_wrong_answers_fail(wrong, hint):
+    verdict = check_polynomial_class(wrong)
     assert not verdict
     assert hint in verdict.message
 
 
-def test_dense_static_self_on_pytree_gets_hint():
-    """A pytree dataclass (eq=True, unhashable) with a static `self` cannot be hashed."""
+def test_polynomial_class_static_self_on_pytree_gets_hint():
+    """A pytree dataclass (eq=True, so unhashable) with a static `self` fails with a hint."""
 
     @jax.tree_util.register_dataclass
     @dataclasses.dataclass
-    class Dense:
-        weight: jax.Array
-        bias: jax.Array
-        activation: str = jax.tree.static(default="relu")
+    class Polynomial:
+        coefficients: jax.Array
 
         @partial(jax.jit, static_argnums=0)
         def __call__(self, x):
-            return _activate(self.activation, x @ self.weight + self.bias)
+            return jnp.polyval(self.coefficients, x)
 
-    verdict = check_dense(Dense)
+        def derivative(self):
+            degree = self.coefficients.shape[0] - 1
+            return Polynomial(self.coefficients[:-1] * jnp.arange(degree, 0, -1))
+
+    verdict = check_polynomial_class(Polynomial)
     assert not verdict
     assert "Don't mark self static" in verdict.message

@@ -58,7 +58,7 @@ def check_horner(horner) -> None:
             )
             require(
                 False,
-                f"for coeffs={coeffs.tolist()} and x={x.tolist()} expected {expected.round(4).tolist()}, "
+                f"for coeffs={coeffs.tolist()} and x={np.round(x.astype(np.float64), 4).tolist()} expected {expected.round(4).tolist()}, "
                 f"got {np.asarray(actual).round(4).tolist()}. Does the loop visit every coefficient, "
                 "from i = 0 to len(coeffs) - 1, computing result * x + coeffs[i]?",
             )

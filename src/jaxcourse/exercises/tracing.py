@@ -20,10 +20,11 @@ def _run(call: Callable, hints: list[tuple[type, str, str]]):
     """Runs `call()`; a JAX error matching one of `hints` becomes a `CheckFailed` with its hint.
 
     Each hint is `(error class, message fragment or "", hint)`; the first match wins, so
-    subclasses must come before their parents. Other exceptions propagate unchanged.
+    subclasses must come before their parents. Other exceptions propagate unchanged, and a
+    result of None fails with a hint about a missing `return`.
     """
     try:
-        return call()
+        result = call()
     except NotImplementedError:
         raise
     except Exception as error:
@@ -31,6 +32,12 @@ def _run(call: Callable, hints: list[tuple[type, str, str]]):
             if isinstance(error, error_class) and fragment in str(error):
                 raise CheckFailed(f"{hint} (JAX raised {type(error).__name__}.)") from None
         raise
+    require(
+        result is not None,
+        "your code returned None: is a `return` missing? (A pure function or method returns its "
+        "result instead of storing it.)",
+    )
+    return result
 
 
 def _close(actual, expected, rtol: float = 1e-5, atol: float = 1e-5) -> bool:
@@ -224,46 +231,16 @@ def check_polynomial_features(polynomial_features: Callable) -> None:
 # Exercise 4 ------------------------------------------------------------------------------------
 
 
-def _reference_dense(weight, bias, activation, x):
-    z = x @ weight + bias
-    return {"relu": np.maximum(z, 0.0), "tanh": np.tanh(z), "identity": z}[activation]
-
-
-@exercise_checker("Exercise 4 (a dense layer as a pytree)")
-def check_dense(Dense: type) -> None:
-    """Checks a pytree class `Dense(weight=, bias=, activation=)` whose instances share compilations."""
-    require(inspect.isclass(Dense), "pass the class itself, e.g. check_dense(Dense).")
+@exercise_checker("Exercise 4 (a polynomial class as a pytree, with a pure method)")
+def check_polynomial_class(Polynomial: type) -> None:
+    """Checks a pytree class `Polynomial(coefficients)` with `__call__(x)` and a pure `derivative()`."""
+    require(inspect.isclass(Polynomial), "pass the class itself, e.g. check_polynomial_class(Polynomial).")
     rng = np.random.default_rng(4)
-
-    def make(activation: str, shift: float = 0.0):
-        weight = jnp.asarray(rng.normal(size=(3, 2)).astype(np.float32) + shift)
-        bias = jnp.asarray(rng.normal(size=2).astype(np.float32))
-        return Dense(weight=weight, bias=bias, activation=activation), weight, bias
-
-    first, w1, b1 = make("tanh")
-    leaves = jax.tree.leaves(first)
-    require(
-        not (len(leaves) == 1 and leaves[0] is first),
-        "JAX sees a Dense as one opaque leaf: register the class as a pytree, e.g. with "
-        "@jax.tree_util.register_dataclass on a @dataclasses.dataclass.",
-    )
-    require(
-        not any(isinstance(leaf, str) for leaf in leaves),
-        "activation is a leaf, and jit cannot trace a string: declare it with "
-        "activation: str = jax.tree.static(default='relu') (or register it as static metadata).",
-    )
-    require(
-        len(leaves) == 2,
-        f"a Dense should have exactly two leaves, weight and bias; yours has {len(leaves)}. "
-        "Arrays must be leaves (traced), never static fields.",
-    )
+    cubic = rng.normal(size=4).astype(np.float32)
+    other_cubic = rng.normal(size=4).astype(np.float32)
+    quadratic = rng.normal(size=3).astype(np.float32)
+    x = jnp.asarray(rng.uniform(-1.5, 1.5, size=5).astype(np.float32))
     hints = [
-        (
-            ValueError,
-            _ARRAY_METADATA,
-            "an array ended up in the static metadata: weight and bias must be ordinary "
-            "(leaf) fields, only activation is static.",
-        ),
         (
             ValueError,
             _NON_HASHABLE_STATIC,
@@ -271,43 +248,80 @@ def check_dense(Dense: type) -> None:
             "eq=True is not). Don't mark self static: a pytree goes through jit as an argument.",
         ),
         (
+            ValueError,
+            _ARRAY_METADATA,
+            "the coefficients ended up in the static metadata: they must be a leaf (traced).",
+        ),
+        (
             TypeError,
             "as an abstract array",
-            "jit could not turn an argument into an abstract array: register Dense as a pytree "
-            "with activation as a static field.",
+            "jit could not turn an argument into an abstract array: register Polynomial as a pytree "
+            "whose only leaf is `coefficients`.",
+        ),
+        (
+            jax.errors.ConcretizationTypeError,
+            "",
+            "derivative() needs a concrete number while tracing: take the degree from "
+            "self.coefficients.shape, which is concrete, not from the coefficient values.",
         ),
     ]
 
-    def forward(model, x):
-        return model(x)
+    first = Polynomial(jnp.asarray(cubic))
+    leaves = jax.tree.leaves(first)
+    require(
+        not (len(leaves) == 1 and leaves[0] is first),
+        "JAX sees a Polynomial as one opaque leaf: register the class as a pytree, e.g. with "
+        "@jax.tree_util.register_dataclass on a @dataclasses.dataclass.",
+    )
+    require(
+        len(leaves) == 1 and np.shape(leaves[0]) == cubic.shape,
+        f"a Polynomial should have exactly one leaf, its coefficients array; yours has {len(leaves)} "
+        f"leaves of shapes {[np.shape(leaf) for leaf in leaves]}.",
+    )
+    eager = _run(lambda: first(x), hints)
+    require(
+        _close(eager, np.polyval(cubic, np.asarray(x)), rtol=1e-4),
+        "p(x) is wrong: evaluate with the highest power first, e.g. jnp.polyval(self.coefficients, x).",
+    )
 
-    counted = count_traces(forward)
+    def evaluate(polynomial, x):
+        return polynomial(x)
+
+    counted = count_traces(evaluate)
     apply = jax.jit(counted)
-    x = jnp.asarray(rng.normal(size=(4, 3)).astype(np.float32))
-    second, w2, b2 = make("tanh", shift=1.0)
-    third, w3, b3 = make("relu")
-    for model, weight, bias, activation in (
-        (first, w1, b1, "tanh"),
-        (second, w2, b2, "tanh"),
-        (third, w3, b3, "relu"),
-    ):
-        expected = _reference_dense(np.asarray(weight), np.asarray(bias), activation, np.asarray(x))
-        eager = _run(lambda: model(x), hints)
+    for coefficients in (cubic, other_cubic, quadratic):
+        polynomial = Polynomial(jnp.asarray(coefficients))
+        result = _run(lambda: apply(polynomial, x), hints)
         require(
-            _close(eager, expected),
-            f"model(x) is wrong for activation={activation!r}: it should be "
-            "activation(x @ weight + bias), with 'relu', 'tanh' or 'identity'.",
+            _close(result, np.polyval(coefficients, np.asarray(x)), rtol=1e-4),
+            "jax.jit(lambda p, x: p(x)) gives a wrong result: are the coefficients a traced leaf?",
         )
-        through_jit = _run(lambda: apply(model, x), hints)
-        require(_close(through_jit, expected), f"jax.jit(lambda m, x: m(x)) gives a wrong result for activation={activation!r}.")
-        if model is second:
+        if coefficients is other_cubic:
             require(
                 counted.traces == 1,
-                "two layers with the same shapes and activation were traced twice: weight and "
-                "bias should be traced leaves, so one compilation serves both.",
+                "two cubics were traced twice: the coefficients must be a traced leaf, so that one "
+                "compilation serves every polynomial of the same degree.",
             )
+    require(counted.traces == 2, "a polynomial of another degree has a new shape, so it should trace again.")
+
+    derivative = _run(lambda: first.derivative(), hints)
     require(
-        counted.traces == 2,
-        "changing the activation should trigger a new trace (it is static); it did not: is it "
-        "declared static?",
+        isinstance(derivative, Polynomial),
+        f"derivative() should return a new Polynomial, got {type(derivative).__name__}.",
+    )
+    require(
+        _close(first(x), eager),
+        "derivative() changed the polynomial it was called on: a pure method returns a new object "
+        "and leaves self alone.",
+    )
+    expected = np.polyval(np.polyder(cubic), np.asarray(x))
+    require(
+        _close(derivative(x), expected, rtol=1e-4),
+        "wrong derivative: drop the constant term and multiply each coefficient by its power "
+        "(for a cubic: 3, 2, 1).",
+    )
+    jitted = _run(lambda: jax.jit(lambda p: p.derivative())(first), hints)
+    require(
+        isinstance(jitted, Polynomial) and _close(jitted(x), expected, rtol=1e-4),
+        "jax.jit(lambda p: p.derivative()) should return the derivative as a Polynomial.",
     )

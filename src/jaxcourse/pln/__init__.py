@@ -19,6 +19,8 @@ from ._data import Simulation as Simulation
 from ._data import load_oaks as load_oaks
 from ._data import make_data as make_data
 from ._data import simulate as simulate
+from ._reference import ReferenceFit as ReferenceFit
+from ._reference import fit_pyplnmodels as fit_pyplnmodels
 from ._model import ModelParams as ModelParams
 from ._model import Variational as Variational
 from ._model import closed_form_coef as closed_form_coef

@@ -1,0 +1,119 @@
+"""Rprop as an optax transformation that follows `torch.optim.Rprop` step for step.
+
+`optax.rprop` (0.2.8) applies each step one iteration late; `tests/test_rprop.py` shows it.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+
+class RpropState(NamedTuple):
+    """State of `scale_by_rprop`: one entry per parameter entry.
+
+    Attributes:
+        step_sizes: the current step size of every entry (positive).
+        prev_signs: the sign of the gradient used at the last step, 0 where that step was
+            skipped after a sign change (and before the first step).
+    """
+
+    step_sizes: optax.Params
+    prev_signs: optax.Params
+
+
+def scale_by_rprop(
+    learning_rate: float = 0.01,
+    *,
+    etas: tuple[float, float] = (0.5, 1.2),
+    step_sizes: tuple[float, float] = (1e-6, 50.0),
+) -> optax.GradientTransformation:
+    """Rprop's update `-sign(g) * step`, with torch's rule for adapting the steps.
+
+    For every entry, with the gradient g and the sign s_prev it had at the previous step:
+
+    * same sign: the step grows by `etas[1]` (clipped to `step_sizes[1]`) and the entry moves;
+    * opposite sign: the step shrinks by `etas[0]` (clipped to `step_sizes[0]`), the entry
+      does *not* move, and its gradient counts as zero, so the next step neither grows nor
+      shrinks it;
+    * s_prev = 0 (first step, or just after a sign change): the step stays and the entry moves.
+
+    Args:
+        learning_rate: the initial step size of every entry (torch's `lr`).
+        etas: (shrink, grow) factors, with `0 < shrink < 1 < grow`.
+        step_sizes: (smallest, largest) step size.
+
+    Returns:
+        An optax `GradientTransformation` whose updates are to be *added* to the
+        parameters (a descent direction for the loss whose gradient it receives).
+
+    Torch multiplies the gradient by the previous one and takes the sign of the product;
+    multiplying the signs instead gives the same answer except where that product
+    underflows to zero in floating point, which torch then reads as "no information".
+    """
+    eta_minus, eta_plus = etas
+    min_step, max_step = step_sizes
+    if not 0.0 < eta_minus < 1.0 < eta_plus:
+        raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
+    if not 0.0 <= min_step <= max_step:
+        raise ValueError(f"step_sizes must satisfy 0 <= min <= max, got {step_sizes}.")
+    if learning_rate < 0:
+        raise ValueError(f"learning_rate must be non-negative, got {learning_rate}.")
+
+    def init_fn(params):
+        return RpropState(
+            step_sizes=jax.tree.map(lambda p: jnp.full_like(p, learning_rate), params),
+            prev_signs=jax.tree.map(jnp.zeros_like, params),
+        )
+
+    def update_fn(updates, state, params=None):
+        del params
+        agreement = jax.tree.map(lambda g, s: jnp.sign(g) * s, updates, state.prev_signs)
+
+        def new_step(agree, step):
+            factor = jnp.where(agree > 0, eta_plus, jnp.where(agree < 0, eta_minus, 1.0))
+            return jnp.clip(step * factor, min_step, max_step).astype(step.dtype)
+
+        steps = jax.tree.map(new_step, agreement, state.step_sizes)
+        # After a sign change the entry stays put and its gradient counts as zero.
+        signs = jax.tree.map(
+            lambda agree, g: jnp.where(agree < 0, 0.0, jnp.sign(g)).astype(g.dtype),
+            agreement,
+            updates,
+        )
+        new_updates = jax.tree.map(lambda s, step: -s * step, signs, steps)
+        return new_updates, RpropState(steps, signs)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def rprop(
+    learning_rate: float = 0.01,
+    *,
+    etas: tuple[float, float] = (0.5, 1.2),
+    step_sizes: tuple[float, float] = (1e-6, 50.0),
+) -> optax.GradientTransformation:
+    """`torch.optim.Rprop(params, lr=learning_rate, etas=etas, step_sizes=step_sizes)` in optax.
+
+    Minimises: feed it the gradient of a loss, then `optax.apply_updates`. Same arguments
+    and defaults as torch; see `scale_by_rprop` for the rule.
+
+    >>> import jax.numpy as jnp, optax
+    >>> opt = rprop(0.1)
+    >>> x = jnp.array([1.0, -2.0])
+    >>> state = opt.init(x)
+    >>> updates, state = opt.update(2 * x, state)  # gradient of sum(x**2)
+    >>> optax.apply_updates(x, updates)
+    Array([ 0.9, -1.9], dtype=float32)
+    """
+    return scale_by_rprop(learning_rate, etas=etas, step_sizes=step_sizes)
+
+
+PYPLNMODELS_RPROP = rprop(0.01, step_sizes=(1e-10, 50.0))
+"""The optimizer pyPLNmodels' `Pln.fit()` uses: `torch.optim.Rprop(lr=0.01, step_sizes=(1e-10, 50))`.
+
+Created once: jitted fits take the optimizer as a static argument, and a new object would
+compile a new program."""

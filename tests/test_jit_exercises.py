@@ -1,0 +1,255 @@
+"""The jit chapter's checkers accept the reference solutions and reject typical wrong answers."""
+
+import time
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxcourse.exercises import jit as exercises
+
+
+def stub(*args):
+    raise NotImplementedError
+
+
+def assert_not_yet(verdict, fragment):
+    assert not verdict
+    assert fragment in verdict.message, verdict.message
+
+
+# Exercise 1: in-place updates with .at[] ---------------------------------------------------------
+
+
+def apply_boundary(u, left, right):
+    return u.at[0].set(left).at[-1].set(right).at[1:-1].multiply(0.5)
+
+
+def test_apply_boundary_reference_passes():
+    """.at[].set for the ends and .at[].multiply for the interior match the NumPy version."""
+    verdict = exercises.check_apply_boundary(apply_boundary)
+    assert verdict, verdict.message
+
+
+def test_apply_boundary_stub_is_not_yet():
+    assert_not_yet(exercises.check_apply_boundary(stub), "no answer yet")
+
+
+def test_apply_boundary_numpy_style_assignment_fails_with_at_hint():
+    """The NumPy original raises JAX's immutability TypeError; the hint names .at[]."""
+
+    def numpy_style(u, left, right):
+        u = u.copy()
+        u[0] = left
+        u[-1] = right
+        u[1:-1] *= 0.5
+        return u
+
+    assert_not_yet(exercises.check_apply_boundary(numpy_style), "u.at[i].set(v)")
+
+
+def test_apply_boundary_discarding_at_result_fails():
+    """Calling .at[].multiply without keeping its result leaves the interior unchanged."""
+
+    def discards(u, left, right):
+        u = u.at[0].set(left).at[-1].set(right)
+        u.at[1:-1].multiply(0.5)  # the new array is thrown away
+        return u
+
+    assert_not_yet(exercises.check_apply_boundary(discards), "interior u[1:-1] is unchanged")
+
+
+def test_apply_boundary_wrong_ends_fail():
+    assert_not_yet(exercises.check_apply_boundary(lambda u, left, right: u.at[1:-1].multiply(0.5)), "end values")
+
+
+# Exercise 2: a timing that blocks ----------------------------------------------------------------
+
+
+def time_blocked(fn, x):
+    jax.block_until_ready(fn(x))
+    start = time.perf_counter()
+    jax.block_until_ready(fn(x))
+    return time.perf_counter() - start
+
+
+def test_time_blocked_reference_passes():
+    """Warm up (blocking), then time one blocked call."""
+    verdict = exercises.check_time_blocked(time_blocked)
+    assert verdict, verdict.message
+
+
+def test_time_blocked_method_form_passes():
+    """Calling the result's own .block_until_ready() is as good as jax.block_until_ready."""
+
+    def with_method(fn, x):
+        fn(x).block_until_ready()
+        start = time.perf_counter()
+        fn(x).block_until_ready()
+        return time.perf_counter() - start
+
+    verdict = exercises.check_time_blocked(with_method)
+    assert verdict, verdict.message
+
+
+def test_time_blocked_stub_is_not_yet():
+    assert_not_yet(exercises.check_time_blocked(stub), "no answer yet")
+
+
+def test_time_blocked_without_blocking_fails():
+    """The naive timing measures the dispatch only."""
+
+    def naive(fn, x):
+        jax.block_until_ready(fn(x))
+        start = time.perf_counter()
+        fn(x)
+        return time.perf_counter() - start
+
+    assert_not_yet(exercises.check_time_blocked(naive), "stopped before the result was ready")
+
+
+def test_time_blocked_without_warmup_fails():
+    """Timing the first call includes compilation."""
+
+    def cold(fn, x):
+        start = time.perf_counter()
+        jax.block_until_ready(fn(x))
+        return time.perf_counter() - start
+
+    assert_not_yet(exercises.check_time_blocked(cold), "warm-up")
+
+
+def test_time_blocked_unblocked_warmup_fails():
+    """A warm-up whose work is still queued leaks into the timed call."""
+
+    def leaky(fn, x):
+        fn(x)
+        start = time.perf_counter()
+        jax.block_until_ready(fn(x))
+        return time.perf_counter() - start
+
+    assert_not_yet(exercises.check_time_blocked(leaky), "block on the warm-up")
+
+
+def test_time_blocked_returning_milliseconds_in_a_string_fails():
+    assert_not_yet(exercises.check_time_blocked(lambda fn, x: f"{time_blocked(fn, x) * 1e3} ms"), "float")
+
+
+# Exercise 3: stop recompiling --------------------------------------------------------------------
+
+
+def soft_threshold(x, threshold):
+    return jnp.sign(x) * jnp.maximum(jnp.abs(x) - threshold, 0.0)
+
+
+soft_threshold_jit = jax.jit(soft_threshold)
+
+
+def shrink_path(x, thresholds):
+    return [soft_threshold_jit(x, t) for t in thresholds]
+
+
+def test_shrink_path_reference_passes():
+    """One jitted soft_threshold, threshold passed as a traced argument."""
+    verdict = exercises.check_shrink_path(shrink_path)
+    assert verdict, verdict.message
+
+
+def test_shrink_path_vmapped_passes():
+    """One program for all thresholds at once (a stacked array) also passes."""
+    batched = jax.jit(jax.vmap(soft_threshold, in_axes=(None, 0)))
+    verdict = exercises.check_shrink_path(lambda x, thresholds: batched(x, jnp.asarray(thresholds)))
+    assert verdict, verdict.message
+
+
+def test_shrink_path_stub_is_not_yet():
+    assert_not_yet(exercises.check_shrink_path(stub), "no answer yet")
+
+
+def test_shrink_path_partial_in_loop_fails():
+    """The chapter's slow version: a new partial per threshold compiles every time."""
+
+    def slow(x, thresholds):
+        return [jax.jit(partial(soft_threshold, threshold=t))(x) for t in thresholds]
+
+    assert_not_yet(exercises.check_shrink_path(slow), "compiled 3 new programs")
+
+
+def test_shrink_path_static_threshold_fails():
+    """A static threshold is part of the cache key, so every new value compiles."""
+    static = jax.jit(soft_threshold, static_argnames="threshold")
+    verdict = exercises.check_shrink_path(lambda x, thresholds: [static(x, threshold=t) for t in thresholds])
+    assert_not_yet(verdict, "static_argnames")
+
+
+def test_shrink_path_eager_fails():
+    """Un-jitted code compiles one small program per operation on first use."""
+    verdict = exercises.check_shrink_path(lambda x, thresholds: [soft_threshold(x, t) for t in thresholds])
+    assert_not_yet(verdict, "eager")
+
+
+def test_shrink_path_wrong_values_fail():
+    verdict = exercises.check_shrink_path(lambda x, thresholds: [soft_threshold_jit(x, 0.0) for _ in thresholds])
+    assert_not_yet(verdict, "wrong values")
+
+
+# Exercise 4: compile ahead of time, and time it --------------------------------------------------
+
+
+def compile_for(fn, shape, dtype):
+    start = time.perf_counter()
+    compiled = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile()
+    return compiled, time.perf_counter() - start
+
+
+def test_compile_for_reference_passes():
+    """lower() on a ShapeDtypeStruct, then compile(), timed from the start."""
+    verdict = exercises.check_compile_for(compile_for)
+    assert verdict, verdict.message
+
+
+def test_compile_for_stub_is_not_yet():
+    assert_not_yet(exercises.check_compile_for(stub), "no answer yet")
+
+
+def test_compile_for_returning_the_jitted_function_fails():
+    """jax.jit(fn) is not compiled yet: it compiles on its first call."""
+
+    def not_compiled(fn, shape, dtype):
+        start = time.perf_counter()
+        jitted = jax.jit(fn)
+        return jitted, time.perf_counter() - start
+
+    assert_not_yet(exercises.check_compile_for(not_compiled), "jax.stages.Compiled")
+
+
+def test_compile_for_timing_compile_only_fails():
+    """Starting the clock after lower() leaves tracing out of the time."""
+
+    def compile_only(fn, shape, dtype):
+        lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype))
+        start = time.perf_counter()
+        compiled = lowered.compile()
+        return compiled, time.perf_counter() - start
+
+    assert_not_yet(exercises.check_compile_for(compile_only), "leaves out tracing")
+
+
+def test_compile_for_warming_up_with_data_fails():
+    """Calling the function on zeros first traces it twice (once for the call, once more is not needed)."""
+
+    def with_data(fn, shape, dtype):
+        x = jnp.zeros(shape, dtype)
+        fn(x)  # an eager call: runs fn's Python body once more
+        start = time.perf_counter()
+        compiled = jax.jit(fn).lower(x).compile()
+        return compiled, time.perf_counter() - start
+
+    assert_not_yet(exercises.check_compile_for(with_data), "traced exactly once")
+
+
+@pytest.mark.parametrize("bad", [None, 1.0])
+def test_compile_for_wrong_return_shape_fails(bad):
+    verdict = exercises.check_compile_for(lambda fn, shape, dtype: bad)
+    assert not verdict

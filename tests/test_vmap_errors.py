@@ -1,0 +1,74 @@
+"""The errors shown in the vmap chapter, pinned: each test reproduces one error cell."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+
+def _predict(w, x):
+    return jax.nn.sigmoid(x @ w)
+
+
+def _logistic_loss(w, x, y):
+    z = x @ w
+    return jax.nn.softplus(z) - y * z
+
+
+def test_shared_argument_mapped_by_default_has_inconsistent_sizes():
+    """Without in_axes=None for the weights, vmap tries to map them too and the sizes disagree."""
+    w, features = jnp.ones(3), jnp.ones((200, 3))
+    with pytest.raises(ValueError, match="vmap got inconsistent sizes for array axes to be mapped") as info:
+        jax.vmap(_predict)(w, features)
+    assert type(info.value) is ValueError
+
+
+def test_grad_of_vmapped_loss_needs_a_scalar():
+    """grad(vmap(loss)) differentiates a vector-valued function, which grad refuses."""
+    w, features, labels = jnp.ones(3), jnp.ones((200, 3)), jnp.ones(200)
+    batched_loss = jax.vmap(_logistic_loss, in_axes=(None, 0, 0))
+    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions. Output had shape: \(200,\)") as info:
+        jax.grad(batched_loss)(w, features, labels)
+    assert type(info.value) is TypeError
+
+
+def test_arange_of_a_batched_length():
+    """jnp.arange(n) has no single shape when n differs between the examples of the batch."""
+    with pytest.raises(jax.errors.ConcretizationTypeError, match="It arose in the jnp.arange argument 'stop'") as info:
+        jax.vmap(lambda n: jnp.arange(n).sum())(jnp.array([1, 2, 3]))
+    assert type(info.value) is jax.errors.ConcretizationTypeError
+
+
+def test_boolean_mask_under_vmap():
+    """row[row > 0] keeps a value-dependent number of entries, which vmap cannot batch."""
+    table = jnp.array([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])
+    with pytest.raises(jax.errors.NonConcreteBooleanIndexError, match=r"Array boolean indices must be concrete; got bool\[3\]") as info:
+        jax.vmap(lambda row: row[row > 0].sum())(table)
+    assert type(info.value) is jax.errors.NonConcreteBooleanIndexError
+
+
+def test_python_if_on_a_batched_value():
+    """A Python `if` needs one truth value, but a batched comparison has one per example."""
+
+    def leaky(x):
+        if x > 0:
+            return x
+        return 0.1 * x
+
+    with pytest.raises(jax.errors.TracerBoolConversionError, match=r"Attempted boolean conversion of traced array with shape bool\[\]") as info:
+        jax.vmap(leaky)(jnp.array([-2.0, 3.0]))
+    assert type(info.value) is jax.errors.TracerBoolConversionError
+
+
+def test_the_fixes_shown_in_the_chapter_run():
+    """The rewrites the chapter gives for each trap run under vmap and give NumPy's answers."""
+    max_length = 8
+    candidates = jnp.arange(max_length)
+    sums = jax.vmap(lambda n: jnp.where(candidates < n, candidates, 0).sum())(jnp.array([1, 2, 3]))
+    assert sums.tolist() == [0, 1, 3]
+    table = jnp.array([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])
+    assert jax.vmap(lambda row: jnp.where(row > 0, row, 0.0).sum())(table).tolist() == [4.0, 2.0]
+    leaky = jax.vmap(lambda x: jnp.where(x > 0, x, 0.1 * x))(jnp.array([-2.0, 3.0]))
+    assert jnp.allclose(leaky, jnp.array([-0.2, 3.0]))
+    selected = jax.vmap(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(jnp.array([-1.0, 1.0]))
+    assert jnp.allclose(selected, jnp.array([jnp.cos(-1.0), jnp.sin(1.0)]))

@@ -1,0 +1,187 @@
+"""The vmap chapter's checkers: reference solutions pass, typical wrong answers get a useful hint."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxcourse.exercises.vmap import (
+    check_clipped_mean_grad,
+    check_pairwise_sq_dists,
+    check_positive_mean,
+    check_predict_all,
+)
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    "checker", [check_predict_all, check_positive_mean, check_pairwise_sq_dists, check_clipped_mean_grad]
+)
+def test_a_stub_is_not_yet(checker):
+    """A stub that raises NotImplementedError, or a missing answer, is 'not yet', never an error."""
+    verdict = checker(_stub)
+    assert not verdict and "no answer yet" in verdict.message
+    assert not checker(None)
+
+
+# Exercise 1 -----------------------------------------------------------------------------
+
+
+def _affine(weights, bias, x):
+    return weights @ x + bias
+
+
+def test_predict_all_reference_passes():
+    """Sharing the weights and the bias with in_axes=None is accepted."""
+
+    def predict_all(weights, bias, xs):
+        return jax.vmap(_affine, in_axes=(None, None, 0))(weights, bias, xs)
+
+    assert check_predict_all(predict_all)
+
+
+def test_predict_all_mapping_every_argument_fails_on_values():
+    """Mapping the weights too runs when n == k, but gives wrong values, and the hint says why."""
+
+    def predict_all(weights, bias, xs):
+        return jax.vmap(_affine)(weights, bias, xs)
+
+    verdict = check_predict_all(predict_all)
+    assert not verdict and "in_axes=(None, None, 0)" in verdict.message
+
+
+def test_predict_all_transposed_result_gets_the_out_axes_hint():
+    """Returning the batch on the last axis is caught, and the hint names out_axes."""
+
+    def predict_all(weights, bias, xs):
+        return jax.vmap(_affine, in_axes=(None, None, 0), out_axes=1)(weights, bias, xs)
+
+    verdict = check_predict_all(predict_all)
+    assert not verdict and "out_axes=0" in verdict.message
+
+
+# Exercise 2 -----------------------------------------------------------------------------
+
+
+def test_positive_mean_reference_passes():
+    """Counting and summing with jnp.where, guarding the empty case, is accepted."""
+
+    def positive_mean(x):
+        positive = x > 0
+        count = positive.sum()
+        total = jnp.where(positive, x, 0.0).sum()
+        return jnp.where(count > 0, total / jnp.maximum(count, 1), 0.0)
+
+    assert check_positive_mean(positive_mean)
+
+
+def test_positive_mean_boolean_mask_gets_the_where_hint():
+    """The boolean-mask version fails under vmap; the hint points to jnp.where."""
+    verdict = check_positive_mean(lambda x: x[x > 0].mean())
+    assert not verdict and "jnp.where" in verdict.message
+
+
+def test_positive_mean_dividing_by_the_length_fails():
+    """Averaging with zeros in place of negatives divides by the wrong count."""
+    verdict = check_positive_mean(lambda x: jnp.where(x > 0, x, 0.0).mean())
+    assert not verdict and "number of positive entries" in verdict.message
+
+
+def test_positive_mean_nan_for_an_empty_row_fails():
+    """Dividing by a zero count gives NaN for a row without positive entries."""
+    verdict = check_positive_mean(lambda x: jnp.where(x > 0, x, 0.0).sum() / (x > 0).sum())
+    assert not verdict and "NaN" in verdict.message
+
+
+# Exercise 3 -----------------------------------------------------------------------------
+
+
+def _sq_dist(x, y):
+    return jnp.sum((x - y) ** 2)
+
+
+def test_pairwise_reference_passes():
+    """vmap over ys nested in vmap over xs gives the (n, m) matrix."""
+
+    def pairwise_sq_dists(xs, ys):
+        return jax.vmap(jax.vmap(_sq_dist, in_axes=(None, 0)), in_axes=(0, None))(xs, ys)
+
+    assert check_pairwise_sq_dists(pairwise_sq_dists)
+
+
+def test_pairwise_single_vmap_fails():
+    """A single vmap zips xs with ys, and fails for n != m; the checker reports it, never raises."""
+    verdict = check_pairwise_sq_dists(lambda xs, ys: jax.vmap(_sq_dist)(xs, ys))
+    assert not verdict and "inconsistent sizes" in verdict.message
+
+
+def test_pairwise_transposed_gets_the_order_hint():
+    """Swapping the nesting order gives the transpose; the hint names the outer vmap."""
+
+    def pairwise_sq_dists(xs, ys):
+        return jax.vmap(jax.vmap(_sq_dist, in_axes=(0, None)), in_axes=(None, 0))(xs, ys)
+
+    verdict = check_pairwise_sq_dists(pairwise_sq_dists)
+    assert not verdict and "transposed" in verdict.message
+
+
+# Exercise 4 -----------------------------------------------------------------------------
+
+
+def _poisson_loss(w, x, y):
+    z = x @ w
+    return jnp.exp(z) - y * z
+
+
+def _per_example(w, xs, ys):
+    return jax.vmap(jax.grad(_poisson_loss), in_axes=(None, 0, 0))(w, xs, ys)
+
+
+def test_clipped_mean_grad_reference_passes():
+    """vmap(grad), clipping each example, then the mean, is accepted (and works under jit)."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        grads = _per_example(w, xs, ys)
+        norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
+        return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
+
+    assert check_clipped_mean_grad(clipped_mean_grad)
+
+
+def test_clipping_the_mean_fails():
+    """Clipping the averaged gradient instead of each example's is rejected with a hint."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        mean = _per_example(w, xs, ys).mean(axis=0)
+        return mean * jnp.minimum(1.0, max_norm / jnp.linalg.norm(mean))
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "clipped the mean gradient" in verdict.message
+
+
+def test_no_clipping_fails():
+    """The plain mean of the per-example gradients is rejected."""
+    verdict = check_clipped_mean_grad(lambda w, xs, ys, max_norm: _per_example(w, xs, ys).mean(axis=0))
+    assert not verdict and "no example was clipped" in verdict.message
+
+
+def test_per_example_gradients_without_mean_fail():
+    """Returning the (n, d) matrix of gradients is rejected with a shape hint."""
+    verdict = check_clipped_mean_grad(lambda w, xs, ys, max_norm: _per_example(w, xs, ys))
+    assert not verdict and "one gradient per example" in verdict.message
+
+
+def test_python_min_on_a_tracer_gets_a_hint():
+    """A Python `min` on traced norms fails under vmap; the checker turns it into a hint."""
+
+    def clip_one(g, max_norm):
+        return g * min(1.0, max_norm / jnp.linalg.norm(g))
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        grads = _per_example(w, xs, ys)
+        return jax.vmap(clip_one, in_axes=(0, None))(grads, max_norm).mean(axis=0)
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "jnp.minimum" in verdict.message
