@@ -6,6 +6,8 @@ verdict at once; the references are computed on one device.
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -95,13 +97,9 @@ def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
     )
 
 
-@jax.jit
-def _profiled_elbo_with_block_coef(data, variational, n_devices_like):
-    """The typical mistake: each device fits B on its own block only (one device, blocks in turn).
-
-    `n_devices_like` is any array of length n_devices; its shape sets the number of blocks.
-    """
-    n_devices = n_devices_like.shape[0]
+@partial(jax.jit, static_argnames="n_devices")
+def _profiled_elbo_with_block_coef(data, variational, n_devices: int):
+    """The typical mistake, computed on one device: each block fits its own B."""
     blocks_of = lambda tree: jax.tree.map(lambda a: a.reshape(n_devices, -1, *a.shape[1:]), tree)
 
     def block_statistics(data_k, var_k):
@@ -136,7 +134,7 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
     require(value is not None, "your function returned None: return the ELBO (a scalar).")
     value = jnp.asarray(value)
     require(value.shape == (), f"the ELBO is a scalar, got an array of shape {value.shape}.")
-    block_coef = float(_profiled_elbo_with_block_coef(data, variational, jnp.zeros(n_devices)))
+    block_coef = float(_profiled_elbo_with_block_coef(data, variational, n_devices))
     require(
         not np.isclose(float(value), block_coef, rtol=1e-5),
         "each device fitted its own B from its block. B = (X'X)^{-1} X'M needs X'X and X'M "

@@ -1,0 +1,71 @@
+"""Notebooks are generated from the chapters and committed in sync with them."""
+
+from pathlib import Path
+
+import nbformat
+
+from jaxcourse import notebooks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_committed_notebooks_match_the_chapters():
+    """Fails when a chapter changed without `python -m jaxcourse.notebooks`."""
+    assert notebooks.stale_notebooks(ROOT) == []
+
+
+def test_every_chapter_has_a_notebook():
+    names = {p.stem for p in notebooks.chapter_paths(ROOT)}
+    assert names and names == {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+
+
+def test_check_mode_reports_a_stale_notebook(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n')
+    assert notebooks.main(["--check", "--root", str(tmp_path)]) == 1
+    notebooks.main(["--root", str(tmp_path)])
+    assert notebooks.main(["--check", "--root", str(tmp_path)]) == 0
+    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 2\n```\n')
+    assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb"]
+
+
+CHAPTER = '''---
+title: "A chapter"
+---
+
+## Section {#sec-demo}
+
+::: {.callout-tip collapse="true"}
+## Solution
+```{python}
+#| error: true
+raise ValueError("shown on purpose")
+```
+:::
+
+```{python}
+y = 2
+```
+'''
+
+
+def test_generated_notebook_structure():
+    nb = notebooks.chapter_to_notebook(CHAPTER, "demo.ipynb")
+    nbformat.validate(nb)
+    title, setup, *rest = nb.cells
+    assert title.source.startswith("# A chapter") and "colab.research.google.com" in title.source
+    assert "demo.ipynb" in title.source
+    assert setup.cell_type == "code" and "google.colab" in setup.source
+    code = [c for c in rest if c.cell_type == "code"]
+    assert code[0].metadata["tags"] == ["raises-exception"]
+    assert "tags" not in code[1].metadata
+    markdown = "\n".join(c.source for c in rest if c.cell_type == "markdown")
+    assert "{#sec-demo}" not in markdown and ":::" not in markdown
+    assert all(not c.get("outputs") for c in code)
+
+
+def test_setup_cell_is_a_no_op_outside_colab():
+    namespace = {}
+    exec(notebooks.setup_source(), namespace)  # would pip-install only on Colab
+    assert "subprocess" not in namespace

@@ -1,0 +1,86 @@
+"""The support modules: checkers never raise, source display, honest timing, sizes by device."""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxcourse import checks, config, display
+from jaxcourse.bench import environment, environment_line, time_call, timings_table
+from jaxcourse.pln import level2
+
+
+@checks.exercise_checker("demo")
+def check_double(fn):
+    checks.require(fn(2) == 4, "double the input")
+
+
+def test_checker_verdicts():
+    """Pass, hint, stub, None and a crashing answer each give a verdict, never an exception."""
+    assert check_double(lambda x: 2 * x)
+    wrong = check_double(lambda x: x + 1)
+    assert not wrong and "Hint: double the input" in str(wrong)
+
+    def stub(x):
+        raise NotImplementedError
+
+    assert "no answer yet" in check_double(stub).message
+    assert "no answer yet" in check_double(None).message
+    crashed = check_double(lambda x: 1 / 0)
+    assert not crashed and "ZeroDivisionError" in crashed.message
+    assert str(check_double(lambda x: 2 * x)).startswith("[PASSED] demo")
+
+
+def test_show_source_renders_package_code_as_markdown():
+    source = display.show_source(level2.fit)
+    assert source.startswith("def fit(")
+    assert source._repr_markdown_().startswith("```python\ndef fit(")
+    with pytest.raises(TypeError, match="cannot show the source"):
+        display.show_source(3)
+
+
+def test_time_call_blocks_and_separates_compilation():
+    """A jitted call is compiled ahead of time; steady times include the device work."""
+
+    @jax.jit
+    def slow(x):
+        for _ in range(4):
+            x = jnp.tanh(x @ x.T)
+        return x.sum()
+
+    x = jnp.ones((200, 200)) / 200
+    timing = time_call(slow, x, repeat=3, name="slow")
+    assert timing.name == "slow" and len(timing.times_s) == 3
+    assert timing.compile_s is not None and timing.compile_s > 0
+    assert 0 < timing.min_s <= timing.median_s
+    assert timing.spread_s >= 0
+
+
+def test_time_call_on_plain_python_has_no_compile_time():
+    timing = time_call(time.sleep, 0.01, repeat=2)
+    assert timing.compile_s is None
+    assert timing.median_s >= 0.01
+
+
+def test_time_call_rejects_bad_repeat():
+    with pytest.raises(ValueError, match="repeat"):
+        time_call(abs, 1, repeat=0)
+
+
+def test_timings_table_has_one_row_per_timing():
+    timings = [time_call(abs, -1, repeat=2, name=n) for n in ("a", "b")]
+    table = timings_table(timings)
+    assert list(table.index) == ["a", "b"] and "median (ms)" in table.columns
+
+
+def test_environment_records_versions_and_device():
+    env = environment()
+    assert env["jax"] == jax.__version__ and env["backend"] == jax.default_backend()
+    assert jax.__version__ in environment_line()
+
+
+def test_sizes_are_small_on_cpu():
+    assert config.by_device(cpu="small", accelerator="large") == ("large" if config.on_accelerator() else "small")
+    if not config.on_accelerator():
+        assert config.pln_sizes().repeat == 1
