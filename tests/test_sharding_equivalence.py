@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jaxcourse import parallel, pln
@@ -81,6 +81,16 @@ def test_jit_on_sharded_arrays_equals_single_device_step(mesh, batch, params0):
     actual = jax.jit(parallel.sgd_step)(params, *_rows(mesh, x, y))
     _assert_trees_close(actual, expected)
     assert actual[0].weights.sharding.is_fully_replicated
+
+
+def test_auto_mesh_accepts_unplaced_params(devices, batch, params0):
+    """The chapter's remark: on an Auto mesh (the `Mesh(...)` default) the compiler picks the
+    gradient's sharding, so unplaced parameters work with sharded data."""
+    x, y = batch
+    mesh = Mesh(np.array(devices), (parallel.AXIS,))
+    assert mesh.axis_types == (AxisType.Auto,)
+    actual = jax.jit(parallel.sgd_step)(params0, *_rows(mesh, x, y))
+    _assert_trees_close(actual, parallel.sgd_step(params0, x, y))
 
 
 @pytest.mark.parametrize("placed", [True, False], ids=["placed-inputs", "unplaced-inputs"])

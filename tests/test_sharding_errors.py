@@ -63,6 +63,5 @@ def test_explicit_mesh_needs_placed_params(mesh, batch, params0):
 def test_shard_map_rejects_unsharded_input(mesh, batch, params0):
     """On an Explicit mesh, shard_map does not reshard: inputs must already match in_specs."""
     x, y = batch
-    shard_map_step = parallel.make_shard_map_step(mesh)
     with pytest.raises(ValueError, match="does not match the specs of the input"):
-        shard_map_step(params0, x, y)
+        parallel.make_shard_map_step(mesh)(params0, x, y)

@@ -30,6 +30,9 @@ def _short_tracebacks() -> None:
 def start_chapter() -> Banner:
     """Configures the page and returns the 'executed with jax X on DEVICE' banner."""
     _short_tracebacks()
+    import jax
+
+    jax.config.update("jax_pprint_use_color", False)  # jaxprs as plain text, on pages too
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")
     import matplotlib
 

@@ -68,6 +68,9 @@ def time_call(
     `fn.lower(*args, **kwargs).compile()`. Every call is followed by
     `jax.block_until_ready`, since JAX dispatches asynchronously and would otherwise
     return before the work is done. `warmup` calls run before the `repeat` timed ones.
+
+    Time a function before calling it with the same shapes elsewhere: JAX caches compiled
+    programs in memory, and a cached program reports a compile time near zero.
     """
     if repeat < 1 or warmup < 0:
         raise ValueError(f"repeat must be >= 1 and warmup >= 0, got {repeat} and {warmup}.")

@@ -1,0 +1,352 @@
+"""Static checks of the Quarto book, without the Quarto CLI.
+
+Usage: `python -m jaxcourse.quarto_check [--root DIR]`; exits 1 and lists the problems if any.
+
+Each `check_*` function takes the project root and returns a list of problems (strings, each
+naming the file). `all_problems` runs them all. The checks: `_quarto.yml` parses and is a book;
+the chapter list and `chapters/*.qmd` agree; every `@fig-`/`@sec-`/`@tbl-` reference has a target;
+cell options (`#|` lines) use known keys; figure cells have a caption and alt text; links to
+`.qmd` files resolve; every page has a title; every citation is in the bibliography.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+KNOWN_CELL_OPTIONS = frozenset(
+    {
+        "label", "fig-cap", "fig-alt", "fig-subcap", "fig-align", "fig-env", "fig-pos",
+        "fig-width", "fig-height", "fig-dpi", "fig-format", "fig-column",
+        "tbl-cap", "tbl-subcap", "tbl-colwidths", "tbl-column",
+        "echo", "eval", "include", "output", "error", "warning", "message",
+        "code-fold", "code-summary", "code-overflow", "code-line-numbers",
+        "layout", "layout-ncol", "layout-nrow", "column", "classes", "cap-location",
+        "lst-label", "lst-cap", "filters", "html-table-processing",
+    }
+)
+"""Cell options Quarto documents for ```{python} cells (computations: Jupyter)."""
+
+CROSSREF_PREFIXES = ("fig", "sec", "tbl")
+NON_CITATION_PREFIXES = ("fig", "sec", "tbl", "eq", "lst", "thm", "lem", "def", "exm", "exr")
+
+CODE_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
+CELL_OPTION = re.compile(r"^#\|\s*([A-Za-z0-9_-]+)\s*:\s*(.*?)\s*$")
+# Quarto citation/cross-reference syntax: @key after start, space, '[', '-', ';' or '('.
+AT_KEY = re.compile(r"(?:^|(?<=[\s\[;(\-]))@([A-Za-z0-9_][\w-]*(?:[:.#$%&+?<>~/][\w-]+)*)")
+INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
+MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
+ID_ATTRIBUTE = re.compile(r"\{[^}\n]*#((?:fig|tbl|sec|eq|lst)-[\w-]+)[^}\n]*\}")
+QMD_LINK = re.compile(r"\]\(\s*<?([^)\s>#]+\.qmd)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
+BIB_KEY = re.compile(r"^\s*@\w+\s*\{\s*([^,\s]+)\s*,", re.MULTILINE)
+
+
+# --- parsing ------------------------------------------------------------------------------
+
+
+def load_config(root: Path) -> dict:
+    """`_quarto.yml` as a dict; raises on a missing or malformed file."""
+    config = yaml.safe_load((root / "_quarto.yml").read_text())
+    if not isinstance(config, dict):
+        raise ValueError("_quarto.yml is not a mapping")
+    return config
+
+
+def _flatten_chapters(entries) -> list[str]:
+    files: list[str] = []
+    for entry in entries or []:
+        if isinstance(entry, str):
+            files.append(entry)
+        elif isinstance(entry, dict):
+            if "href" in entry:
+                files.append(str(entry["href"]))
+            if "file" in entry:
+                files.append(str(entry["file"]))
+            if isinstance(entry.get("part"), str) and entry["part"].endswith(".qmd"):
+                files.append(entry["part"])
+            files.extend(_flatten_chapters(entry.get("chapters")))
+    return files
+
+
+def listed_pages(root: Path) -> list[str]:
+    """Every page that `_quarto.yml` lists (chapters and appendices), as written there."""
+    try:
+        book = load_config(root).get("book") or {}
+    except Exception:  # reported by check_config
+        return []
+    return _flatten_chapters(book.get("chapters")) + _flatten_chapters(book.get("appendices"))
+
+
+def qmd_files(root: Path) -> list[Path]:
+    """Every .qmd page of the project (listed or not), except partials and build outputs."""
+    skip = {"_book", "_site", "_freeze", "_executed", "node_modules", "site-packages"}
+
+    def belongs(path: Path) -> bool:
+        parts = path.relative_to(root).parts
+        if path.name.startswith("_") or set(parts) & skip or any(p.startswith(".") for p in parts):
+            return False
+        # A folder with its own _quarto.yml is another project (e.g. the test fixtures).
+        folders = [root.joinpath(*parts[:i]) for i in range(1, len(parts))]
+        return not any((folder / "_quarto.yml").exists() for folder in folders)
+
+    return sorted(p for p in root.rglob("*.qmd") if belongs(p))
+
+
+def split_front_matter(text: str) -> tuple[dict | None, str]:
+    """(front matter, body). The front matter is None when absent or unparsable."""
+    match = re.match(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", text, re.DOTALL)
+    if not match:
+        return None, text
+    try:
+        front = yaml.safe_load(match.group(1))
+    except yaml.YAMLError:
+        front = None
+    return (front if isinstance(front, dict) else None), text[match.end():]
+
+
+def split_blocks(text: str) -> tuple[str, list[tuple[str, list[str], int]]]:
+    """(prose with fenced blocks blanked out, [(fence info, block lines, first line number)])."""
+    prose: list[str] = []
+    blocks: list[tuple[str, list[str], int]] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        match = CODE_FENCE.match(lines[i])
+        if not match:
+            prose.append(lines[i])
+            i += 1
+            continue
+        fence, info, start = match.group(2), match.group(3).strip(), i + 1
+        body = []
+        i += 1
+        while i < len(lines):
+            close = CODE_FENCE.match(lines[i])
+            if close and close.group(2)[0] == fence[0] and len(close.group(2)) >= len(fence) and not close.group(3).strip():
+                break
+            body.append(lines[i])
+            i += 1
+        blocks.append((info, body, start + 1))
+        prose.extend([""] * (len(body) + 2))
+        i += 1
+    return "\n".join(prose), blocks
+
+
+def is_python_cell(info: str) -> bool:
+    return re.match(r"^\{\s*python\b", info) is not None
+
+
+def cell_options(body: list[str]) -> dict[str, str]:
+    """The `#|` options at the top of one cell."""
+    options: dict[str, str] = {}
+    for line in body:
+        match = CELL_OPTION.match(line)
+        if not match:
+            break
+        options[match.group(1)] = match.group(2)
+    return options
+
+
+def _relative(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+def _prose_without_code(prose: str) -> str:
+    return MATH.sub(" ", INLINE_CODE.sub(" ", prose))
+
+
+# --- checks -------------------------------------------------------------------------------
+
+
+def check_config(root: Path) -> list[str]:
+    """`_quarto.yml` exists, parses, and describes a book with chapters."""
+    try:
+        config = load_config(root)
+    except FileNotFoundError:
+        return ["_quarto.yml: missing"]
+    except Exception as error:  # yaml.YAMLError, ValueError
+        return [f"_quarto.yml: does not parse: {error}"]
+    problems = []
+    project = config.get("project") or {}
+    if not isinstance(project, dict) or project.get("type") != "book":
+        problems.append("_quarto.yml: project.type is not 'book'")
+    book = config.get("book")
+    if not isinstance(book, dict) or not book.get("chapters"):
+        problems.append("_quarto.yml: no book.chapters")
+    return problems
+
+
+def check_chapter_list(root: Path) -> list[str]:
+    """Every listed page exists, and every `chapters/*.qmd` (not `_*`) is listed."""
+    listed = listed_pages(root)
+    problems = [f"_quarto.yml: lists {page}, which does not exist" for page in listed if not (root / page).is_file()]
+    normalised = {Path(page).as_posix().removeprefix("./") for page in listed}
+    for path in sorted((root / "chapters").glob("*.qmd")):
+        rel = _relative(root, path)
+        if not path.name.startswith("_") and rel not in normalised:
+            problems.append(f"{rel}: not listed in _quarto.yml")
+    return problems
+
+
+def crossref_targets(root: Path) -> set[str]:
+    """Every `fig-`/`tbl-`/`sec-`/... identifier defined anywhere in the book."""
+    targets: set[str] = set()
+    for path in qmd_files(root):
+        prose, blocks = split_blocks(path.read_text())
+        targets.update(ID_ATTRIBUTE.findall(prose))
+        for info, body, _ in blocks:
+            targets.update(ID_ATTRIBUTE.findall(info))
+            if is_python_cell(info):
+                label = cell_options(body).get("label", "").strip("'\"")
+                if label:
+                    targets.add(label)
+    return targets
+
+
+def _at_keys(text: str) -> list[tuple[str, int]]:
+    """(key, line number) of every `@key` in the prose of a page."""
+    _, body = split_front_matter(text)
+    offset = text.count("\n", 0, len(text) - len(body))
+    prose, _ = split_blocks(body)
+    found = []
+    for number, line in enumerate(_prose_without_code(prose).split("\n"), start=offset + 1):
+        # A URL or e-mail address is not a citation: AT_KEY needs a space or bracket before '@'.
+        found.extend((match.group(1), number) for match in AT_KEY.finditer(line))
+    return found
+
+
+def check_crossrefs(root: Path) -> list[str]:
+    """Every `@fig-`, `@sec-` and `@tbl-` reference has a target somewhere in the book."""
+    targets = crossref_targets(root)
+    problems = []
+    for path in qmd_files(root):
+        for key, line in _at_keys(path.read_text()):
+            if key.split("-", 1)[0] in CROSSREF_PREFIXES and "-" in key and key not in targets:
+                problems.append(f"{_relative(root, path)}:{line}: @{key} has no target")
+    return problems
+
+
+def check_cell_options(root: Path) -> list[str]:
+    """Cell options are known Quarto keys; figure cells have `fig-cap` and `fig-alt`."""
+    problems = []
+    for path in qmd_files(root):
+        _, blocks = split_blocks(path.read_text())
+        for info, body, line in blocks:
+            if not is_python_cell(info):
+                continue
+            options = cell_options(body)
+            for key in options:
+                if key not in KNOWN_CELL_OPTIONS:
+                    problems.append(f"{_relative(root, path)}:{line}: unknown cell option '{key}'")
+    return problems
+
+
+def check_figure_cells(root: Path) -> list[str]:
+    """Every cell labelled `fig-…` has a caption (`fig-cap`) and alt text (`fig-alt`)."""
+    problems = []
+    for path in qmd_files(root):
+        _, blocks = split_blocks(path.read_text())
+        for info, body, line in blocks:
+            options = cell_options(body) if is_python_cell(info) else {}
+            label = options.get("label", "").strip("'\"")
+            if label.startswith("fig-"):
+                for key in ("fig-cap", "fig-alt"):
+                    if not options.get(key, "").strip():
+                        problems.append(f"{_relative(root, path)}:{line}: figure {label} has no {key}")
+    return problems
+
+
+def check_links(root: Path) -> list[str]:
+    """Markdown links to `.qmd` files resolve relative to the page that links."""
+    problems = []
+    for path in qmd_files(root):
+        prose, _ = split_blocks(path.read_text())  # front matter kept: line numbers stay right
+        for number, line in enumerate(INLINE_CODE.sub(" ", prose).split("\n"), start=1):
+            for target in QMD_LINK.findall(line):
+                if "://" in target:
+                    continue
+                resolved = (root / target.lstrip("/")) if target.startswith("/") else (path.parent / target)
+                if not resolved.is_file():
+                    problems.append(f"{_relative(root, path)}:{number}: link to {target} does not resolve")
+    return problems
+
+
+def check_titles(root: Path) -> list[str]:
+    """Every page has front matter with a non-empty title."""
+    problems = []
+    for path in qmd_files(root):
+        front, _ = split_front_matter(path.read_text())
+        if not front or not str(front.get("title") or "").strip():
+            problems.append(f"{_relative(root, path)}: no title in the front matter")
+    return problems
+
+
+def bibliography_keys(root: Path) -> tuple[set[str], list[str]]:
+    """(keys of every bibliography that `_quarto.yml` names, problems finding them)."""
+    try:
+        bibliography = load_config(root).get("bibliography") or []
+    except Exception:
+        return set(), []
+    files = [bibliography] if isinstance(bibliography, str) else list(bibliography)
+    keys: set[str] = set()
+    problems = []
+    for name in files:
+        path = root / name
+        if not path.is_file():
+            problems.append(f"_quarto.yml: bibliography {name} does not exist")
+            continue
+        keys.update(BIB_KEY.findall(path.read_text()))
+    return keys, problems
+
+
+def check_citations(root: Path) -> list[str]:
+    """Every `@key` citation (not a cross-reference) is in the bibliography."""
+    keys, problems = bibliography_keys(root)
+    for path in qmd_files(root):
+        for key, line in _at_keys(path.read_text()):
+            if key.split("-", 1)[0] in NON_CITATION_PREFIXES and "-" in key:
+                continue
+            if key not in keys:
+                problems.append(f"{_relative(root, path)}:{line}: citation @{key} is not in the bibliography")
+    return problems
+
+
+CHECKS = (
+    check_config,
+    check_chapter_list,
+    check_crossrefs,
+    check_cell_options,
+    check_figure_cells,
+    check_links,
+    check_titles,
+    check_citations,
+)
+
+
+def all_problems(root: Path) -> list[str]:
+    """Every problem that any check finds (only the config check when `_quarto.yml` is broken)."""
+    config_problems = check_config(root)
+    if any("missing" in p or "does not parse" in p for p in config_problems):
+        return config_problems
+    return [problem for check in CHECKS for problem in check(root)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root")
+    args = parser.parse_args(argv)
+    problems = all_problems(args.root)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) in the Quarto project.")
+        return 1
+    print(f"Quarto project OK: {len(qmd_files(args.root))} pages checked.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
