@@ -13,7 +13,10 @@ from jaxcourse import parallel
 
 @pytest.fixture
 def devices():
-    return parallel.course_devices()
+    """`course_devices` may make a CPU device the default (single-GPU machines); undo that after."""
+    previous = jax.config.jax_default_device
+    yield parallel.course_devices()
+    jax.config.update("jax_default_device", previous)
 
 
 @pytest.fixture

@@ -19,7 +19,10 @@ from jaxcourse.exercises.sharding import (
 
 @pytest.fixture(scope="module")
 def devices():
-    return parallel.course_devices()
+    """`course_devices` may make a CPU device the default (single-GPU machines); undo that after."""
+    previous = jax.config.jax_default_device
+    yield parallel.course_devices()
+    jax.config.update("jax_default_device", previous)
 
 
 @pytest.fixture(scope="module")
