@@ -7,6 +7,9 @@ Subpackages and modules, one idea each:
     display    show package source in a chapter
     plotting   figures shared by chapters
     config     problem sizes chosen by device
+    parallel   the data-parallel training example of the sharding chapter
+    tracecount count how often a function is traced
+    quarto_check  static checks of the Quarto project (Quarto itself is not needed)
     notebooks  generate notebooks from the chapters
 """
 

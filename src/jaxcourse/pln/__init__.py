@@ -20,6 +20,7 @@ from ._data import load_oaks as load_oaks
 from ._data import make_data as make_data
 from ._data import simulate as simulate
 from ._reference import ReferenceFit as ReferenceFit
+from ._sharded import sharded_elbo as sharded_elbo
 from ._reference import fit_pyplnmodels as fit_pyplnmodels
 from ._model import ModelParams as ModelParams
 from ._model import Variational as Variational
