@@ -11,16 +11,17 @@ import pytest
 from jaxcourse import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "student").glob("*.ipynb"))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_notebook_starts_with_badge_then_setup(path):
     cells = nbformat.read(path, as_version=4).cells
     badge, setup = cells[0], cells[1]
+    name = str(path.relative_to(ROOT / "notebooks"))
     assert badge.cell_type == "markdown"
-    assert f"({notebooks.colab_url(path.name)})" in badge.source
-    assert notebooks.colab_url(path.name).endswith(f"/notebooks/{path.name}")
+    assert f"({notebooks.colab_url(name)})" in badge.source
+    assert notebooks.colab_url(name).endswith(f"/notebooks/{name}")
     assert "colab-badge.svg" in badge.source
     assert setup.cell_type == "code" and setup.source == notebooks.setup_source()
 

@@ -14,9 +14,10 @@ def test_committed_notebooks_match_the_chapters():
     assert notebooks.stale_notebooks(ROOT) == []
 
 
-def test_every_chapter_has_a_notebook():
+def test_every_chapter_has_a_solution_and_a_student_notebook():
     names = {p.stem for p in notebooks.chapter_paths(ROOT)}
     assert names and names == {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert names == {p.stem for p in (ROOT / "notebooks" / "student").glob("*.ipynb")}
 
 
 def test_check_mode_reports_a_stale_notebook(tmp_path):
@@ -27,7 +28,7 @@ def test_check_mode_reports_a_stale_notebook(tmp_path):
     notebooks.main(["--root", str(tmp_path)])
     assert notebooks.main(["--check", "--root", str(tmp_path)]) == 0
     (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 2\n```\n')
-    assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb"]
+    assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb", "student/demo.ipynb"]
 
 
 CHAPTER = '''---
@@ -69,3 +70,52 @@ def test_setup_cell_is_a_no_op_outside_colab():
     namespace = {}
     exec(notebooks.setup_source(), namespace)  # would pip-install only on Colab
     assert "subprocess" not in namespace
+
+
+EXERCISE = '''---
+title: "Ex"
+---
+
+**1. Double it.**
+
+```{python}
+def double(x):
+    raise NotImplementedError
+
+
+check(double)
+```
+
+::: {.callout-tip collapse="true"}
+## Solution
+```{python}
+def double(x):
+    return 2 * x
+
+
+check(double)
+```
+:::
+
+**2. Explain.**
+
+::: {.callout-tip collapse="true"}
+## Solution
+Because it is so.
+:::
+
+## Further reading
+'''
+
+
+def test_student_notebook_keeps_stubs_and_drops_solutions():
+    student = notebooks.chapter_to_notebook(EXERCISE, "student/ex.ipynb", student=True)
+    solution = notebooks.chapter_to_notebook(EXERCISE, "ex.ipynb")
+    student_text = "\n".join(c.source for c in student.cells)
+    solution_text = "\n".join(c.source for c in solution.cells)
+    assert "return 2 * x" in solution_text and "Because it is so" in solution_text
+    assert "return 2 * x" not in student_text and "Because it is so" not in student_text
+    assert "raise NotImplementedError" in student_text
+    assert student_text.count(notebooks.STUDENT_NOTE) == 2
+    assert "**2. Explain.**" in student_text and "## Further reading" in student_text
+    assert "notebooks/student/ex.ipynb" in student.cells[0].source

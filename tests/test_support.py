@@ -84,3 +84,19 @@ def test_sizes_are_small_on_cpu():
     assert config.by_device(cpu="small", accelerator="large") == ("large" if config.on_accelerator() else "small")
     if not config.on_accelerator():
         assert config.pln_sizes().repeat == 1
+
+
+def test_exercise_summary_enforces_the_expected_verdicts(monkeypatch):
+    """Solution notebooks end with expect='passed', student ones with 'not yet'; CI enforces it."""
+    monkeypatch.setattr(checks, "_VERDICTS", [])
+    monkeypatch.setenv(checks.ENFORCE_ENV, "1")
+    with pytest.raises(AssertionError, match="no exercise"):
+        checks.exercise_summary(expect="passed")
+    check_double(None)  # the stub
+    assert "| demo | NOT YET |" in checks.exercise_summary(expect="not yet")
+    with pytest.raises(AssertionError, match="demo"):
+        checks.exercise_summary(expect="passed")
+    check_double(lambda x: 2 * x)  # the solution: the last verdict counts
+    assert "| demo | PASSED |" in checks.exercise_summary(expect="passed")
+    monkeypatch.delenv(checks.ENFORCE_ENV)
+    assert "PASSED" in checks.exercise_summary(expect="not yet")  # learners never get an error

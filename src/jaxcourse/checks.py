@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 from typing import Callable
+
+ENFORCE_ENV = "JAXCOURSE_ENFORCE_VERDICTS"
+"""When this environment variable is "1" (CI sets it), `exercise_summary` raises on a verdict
+other than the one expected, so a broken solution or a stub that passes fails the notebook."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,6 +28,37 @@ class Verdict:
         return f"[{mark}] {self.exercise}: {self.message}"
 
     __repr__ = __str__
+
+
+_VERDICTS: list[Verdict] = []
+"""Every verdict given in this Python session, in order (read by `exercise_summary`)."""
+
+
+class ExerciseSummary(str):
+    """A Markdown table of the last verdict of each exercise checked in this session."""
+
+    def _repr_markdown_(self) -> str:
+        return str(self)
+
+
+def exercise_summary(expect: str | None = None) -> ExerciseSummary:
+    """Summarises the exercises checked so far: the last verdict of each.
+
+    Args:
+        expect: "passed" (solution notebooks) or "not yet" (student notebooks). When the
+            `JAXCOURSE_ENFORCE_VERDICTS` environment variable is "1", any other last verdict,
+            or no verdict at all, raises `AssertionError`; otherwise nothing is raised.
+    """
+    if expect not in (None, "passed", "not yet"):
+        raise ValueError(f"expect must be 'passed', 'not yet' or None, got {expect!r}.")
+    last = {verdict.exercise: verdict for verdict in _VERDICTS}
+    rows = [f"| {name} | {'PASSED' if v.passed else 'NOT YET'} |" for name, v in last.items()]
+    table = "\n".join(["| exercise | verdict |", "|---|---|", *rows]) if rows else "No exercise checked yet."
+    if expect is not None and os.environ.get(ENFORCE_ENV) == "1":
+        wrong = [name for name, v in last.items() if v.passed != (expect == "passed")]
+        if not last or wrong:
+            raise AssertionError(f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}")
+    return ExerciseSummary(table)
 
 
 class CheckFailed(Exception):
@@ -46,6 +82,11 @@ def exercise_checker(exercise: str) -> Callable:
     def decorate(check: Callable) -> Callable[..., Verdict]:
         @functools.wraps(check)
         def checker(*args, **kwargs) -> Verdict:
+            verdict = _verdict(*args, **kwargs)
+            _VERDICTS.append(verdict)
+            return verdict
+
+        def _verdict(*args, **kwargs) -> Verdict:
             if any(arg is None for arg in args):
                 return Verdict(exercise, False, "no answer yet: fill in the stub, then run this cell again.")
             try:

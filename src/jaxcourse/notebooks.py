@@ -2,6 +2,10 @@
 
 Usage: `python -m jaxcourse.notebooks [--check] [--root DIR]`.
 
+Two notebooks come from each chapter: `notebooks/<chapter>.ipynb`, the whole chapter with the
+exercise solutions (the solution notebook), and `notebooks/student/<chapter>.ipynb`, the same
+without the solution callouts, so the exercise stubs and their checkers are what is left.
+
 The .qmd files are parsed with jupytext's R Markdown reader, which understands ```{python}
 chunks without the Quarto CLI. Each notebook gets a title, an Open-in-Colab badge and a setup
 cell that installs this package only when it runs on Colab. Cells marked `#| error: true` get
@@ -28,6 +32,13 @@ REF = "main"
 ERROR_OPTION = re.compile(r"^#\|\s*error:\s*true\s*$", re.MULTILINE)
 HEADING_ANCHOR = re.compile(r"^(#+ .*?)\s*\{#[^}]*\}\s*$", re.MULTILINE)
 CALLOUT_FENCE = re.compile(r"^:::.*$\n?", re.MULTILINE)
+SOLUTION_START = re.compile(r'^::: *\{\.callout-tip collapse="true"\} *\n## Solution *$', re.MULTILINE)
+CALLOUT_END = re.compile(r"^:::\s*$", re.MULTILINE)
+STUDENT_NOTE = (
+    "*Solution: in the solution notebook (`notebooks/` rather than `notebooks/student/`) "
+    "and, folded, on the course website.*"
+)
+STUDENT_DIR = "student"
 
 
 def colab_url(notebook_name: str) -> str:
@@ -66,18 +77,58 @@ def _markdown_for_notebook(text: str) -> str:
     return CALLOUT_FENCE.sub("", HEADING_ANCHOR.sub(r"\1", text)).strip("\n")
 
 
+def _strip_solution_text(source: str, inside: bool) -> tuple[str, bool]:
+    """Removes solution callouts from one markdown cell; `inside` says whether one is open."""
+    kept = []
+    while source:
+        if inside:
+            end = CALLOUT_END.search(source)
+            if end is None:
+                return "".join(kept), True
+            source, inside = source[end.end():], False
+            continue
+        start = SOLUTION_START.search(source)
+        if start is None:
+            kept.append(source)
+            break
+        kept.append(source[: start.start()].rstrip() + f"\n\n{STUDENT_NOTE}\n")
+        source, inside = source[start.end():], True
+    return "".join(kept), inside
+
+
+def _without_solutions(cells: list) -> list:
+    """Drops every `## Solution` callout (its markdown and code cells), leaving a short note."""
+    kept, inside = [], False
+    for cell in cells:
+        if cell.cell_type != "markdown":
+            if not inside:
+                kept.append(cell)
+            continue
+        source, inside = _strip_solution_text(cell.source, inside)
+        if source.strip():
+            kept.append(nbformat.v4.new_markdown_cell(source.strip("\n")))
+    return kept
+
+
 def _front_matter_title(cell) -> str:
     front = yaml.safe_load(cell.source.strip().strip("-")) or {}
     return str(front.get("title", "Untitled"))
 
 
-def chapter_to_notebook(text: str, notebook_name: str) -> nbformat.NotebookNode:
-    """Converts the text of one .qmd chapter to a notebook without outputs."""
+def chapter_to_notebook(text: str, notebook_name: str, *, student: bool = False) -> nbformat.NotebookNode:
+    """Converts the text of one .qmd chapter to a notebook without outputs.
+
+    `notebook_name` is the path below `notebooks/` (it sets the Colab badge); `student=True`
+    leaves out the exercise solutions.
+    """
     parsed = jupytext.reads(text, fmt="Rmd")
     cells = list(parsed.cells)
     title = "Untitled"
     if cells and cells[0].cell_type == "raw" and cells[0].source.startswith("---"):
         title = _front_matter_title(cells.pop(0))
+    if student:
+        cells = _without_solutions(cells)
+        title += " (exercises)"
     new_cells = [
         nbformat.v4.new_markdown_cell(f"# {title}\n\n{badge_markdown(notebook_name)}"),
         nbformat.v4.new_code_cell(setup_source()),
@@ -93,6 +144,13 @@ def chapter_to_notebook(text: str, notebook_name: str) -> nbformat.NotebookNode:
                 continue
             new = nbformat.v4.new_markdown_cell(source)
         new_cells.append(new)
+    expect = "not yet" if student else "passed"
+    new_cells.append(nbformat.v4.new_markdown_cell("## Your exercises at a glance"))
+    new_cells.append(
+        nbformat.v4.new_code_cell(
+            f"from jaxcourse.checks import exercise_summary\n\nexercise_summary(expect={expect!r})"
+        )
+    )
     for index, cell in enumerate(new_cells):
         cell.id = f"cell-{index}"
     notebook = nbformat.v4.new_notebook(cells=new_cells)
@@ -109,40 +167,41 @@ def chapter_paths(root: Path) -> list[Path]:
     return sorted(p for p in (root / "chapters").glob("*.qmd") if not p.name.startswith("_"))
 
 
-def render(chapter: Path) -> str:
-    """The exact text of the notebook generated from `chapter`."""
-    notebook = chapter_to_notebook(chapter.read_text(), chapter.stem + ".ipynb")
-    return nbformat.writes(notebook) + "\n"
+def _expected(root: Path) -> dict[Path, str]:
+    """Every notebook the chapters generate, by path, with its exact text."""
+    expected = {}
+    for chapter in chapter_paths(root):
+        name = chapter.stem + ".ipynb"
+        text = chapter.read_text()
+        for student, relative in ((False, name), (True, f"{STUDENT_DIR}/{name}")):
+            notebook = chapter_to_notebook(text, relative, student=student)
+            expected[root / "notebooks" / relative] = nbformat.writes(notebook) + "\n"
+    return expected
+
+
+def _existing(root: Path) -> list[Path]:
+    folder = root / "notebooks"
+    return sorted(folder.glob("*.ipynb")) + sorted((folder / STUDENT_DIR).glob("*.ipynb"))
 
 
 def stale_notebooks(root: Path) -> list[str]:
-    """Names of notebooks that are missing, out of date, or have no chapter any more."""
-    expected = {c.stem + ".ipynb": render(c) for c in chapter_paths(root)}
-    stale = [
-        name
-        for name, text in expected.items()
-        if not (root / "notebooks" / name).exists()
-        or (root / "notebooks" / name).read_text() != text
-    ]
-    orphans = [p.name for p in (root / "notebooks").glob("*.ipynb") if p.name not in expected]
-    return sorted(stale + orphans)
+    """Notebooks (relative to `notebooks/`) that are missing, out of date, or have no chapter."""
+    expected = _expected(root)
+    stale = [path for path, text in expected.items() if not path.exists() or path.read_text() != text]
+    orphans = [path for path in _existing(root) if path not in expected]
+    return sorted(str(path.relative_to(root / "notebooks")) for path in stale + orphans)
 
 
 def write_all(root: Path) -> list[Path]:
     """Regenerates every notebook and removes those whose chapter is gone."""
-    out_dir = root / "notebooks"
-    out_dir.mkdir(exist_ok=True)
-    written = []
-    chapters = chapter_paths(root)
-    for chapter in chapters:
-        path = out_dir / (chapter.stem + ".ipynb")
-        path.write_text(render(chapter))
-        written.append(path)
-    names = {c.stem + ".ipynb" for c in chapters}
-    for orphan in out_dir.glob("*.ipynb"):
-        if orphan.name not in names:
+    expected = _expected(root)
+    for path, text in expected.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for orphan in _existing(root):
+        if orphan not in expected:
             orphan.unlink()
-    return written
+    return list(expected)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
         if stale:
             print("Out of date (run python -m jaxcourse.notebooks):", ", ".join(stale))
             return 1
-        print(f"All {len(chapter_paths(args.root))} notebooks are in sync with their chapters.")
+        count = len(chapter_paths(args.root))
+        print(f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync.")
         return 0
     for path in write_all(args.root):
         print("wrote", path.relative_to(args.root))
