@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 python -m jaxcourse.notebooks --check
-JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider --nbmake --nbmake-timeout=600 tests notebooks
+JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider -p no:benchmark --nbmake --nbmake-timeout=600 tests notebooks
