@@ -100,3 +100,19 @@ def test_exercise_summary_enforces_the_expected_verdicts(monkeypatch):
     assert "| demo | PASSED |" in checks.exercise_summary(expect="passed")
     monkeypatch.delenv(checks.ENFORCE_ENV)
     assert "PASSED" in checks.exercise_summary(expect="not yet")  # learners never get an error
+
+
+def test_count_compilations_sees_a_new_shape_but_not_a_cache_hit():
+    from jaxcourse.tracecount import count_compilations
+
+    @jax.jit
+    def cube(x):
+        return x**3
+
+    cube(jnp.ones(7))
+    with count_compilations() as hit:
+        cube(jnp.ones(7))
+    with count_compilations() as miss:
+        cube(jnp.ones(11))
+    assert (hit.traces, hit.compiles) == (0, 0)
+    assert miss.traces == 1 and miss.compiles == 1

@@ -1,9 +1,17 @@
-"""Count how often JAX traces a function: the Python body of a jitted function runs once per trace."""
+"""Count how often JAX traces and compiles: the Python body of a jitted function runs once per trace."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
-from typing import Callable
+from typing import Callable, Iterator
+
+import jax
+
+# jax.monitoring reports the duration of every trace and every XLA compilation under these names.
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
 def count_traces(fn: Callable) -> Callable:
@@ -21,3 +29,32 @@ def count_traces(fn: Callable) -> Callable:
 
     counted.traces = 0
     return counted
+
+
+@dataclasses.dataclass
+class CompileCount:
+    """Traces and XLA compilations seen inside a `count_compilations` block."""
+
+    traces: int = 0
+    compiles: int = 0
+
+
+@contextlib.contextmanager
+def count_compilations() -> Iterator[CompileCount]:
+    """Counts every trace and XLA compilation inside the block, for code we cannot wrap.
+
+    Eager operations count too: the first use of each primitive at a new shape compiles it.
+    """
+    count = CompileCount()
+
+    def listener(event: str, duration_secs: float, **kwargs) -> None:
+        if event == _TRACE_EVENT:
+            count.traces += 1
+        elif event == _COMPILE_EVENT:
+            count.compiles += 1
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        yield count
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)

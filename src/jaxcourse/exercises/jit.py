@@ -2,54 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import itertools
 import numbers
 import time
-from typing import Callable, Iterator
+from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ..checks import CheckFailed, exercise_checker, require
+from ..tracecount import count_compilations
 
 
 def _close(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     actual = np.asarray(actual)
     return actual.shape == np.shape(expected) and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
-
-
-# Counting compilations of code we do not own ------------------------------------------------------
-
-# jax.monitoring reports the duration of every trace and every XLA compilation under these names.
-_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-
-
-@dataclasses.dataclass
-class _CompileCount:
-    traces: int = 0
-    compiles: int = 0
-
-
-@contextlib.contextmanager
-def _count_compiles() -> Iterator[_CompileCount]:
-    """Counts every trace and XLA compilation inside the block (eager ops' first use included)."""
-    count = _CompileCount()
-
-    def listener(event: str, duration_secs: float, **kwargs) -> None:
-        if event == _TRACE_EVENT:
-            count.traces += 1
-        elif event == _COMPILE_EVENT:
-            count.compiles += 1
-
-    jax.monitoring.register_event_duration_secs_listener(listener)
-    try:
-        yield count
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -196,10 +164,10 @@ def check_shrink_path(shrink_path: Callable) -> None:
     # A size used by no earlier check, so that compilations on the first call are really counted.
     size = next(_fresh_sizes)
     x = np.random.default_rng(size).normal(size=size).astype(np.float32)
-    with _count_compiles() as first:
+    with count_compilations() as first:
         result = shrink_path(jnp.asarray(x), [0.1, 0.5, 1.0])
     for thresholds in ([0.1, 0.5, 1.0], [0.2, 0.7, 1.5]):
-        with _count_compiles() as again:
+        with count_compilations() as again:
             result = shrink_path(jnp.asarray(x), thresholds)
         require(result is not None, "shrink_path must return the results (a list or a stacked array).")
         stacked = np.stack([np.asarray(r) for r in result])
