@@ -109,10 +109,11 @@ def test_count_compilations_sees_a_new_shape_but_not_a_cache_hit():
     def cube(x):
         return x**3
 
-    cube(jnp.ones(7))
+    seven, eleven = jnp.ones(7), jnp.ones(11)  # made outside: creating them compiles too
+    cube(seven)
     with count_compilations() as hit:
-        cube(jnp.ones(7))
+        cube(seven)
     with count_compilations() as miss:
-        cube(jnp.ones(11))
+        cube(eleven)
     assert (hit.traces, hit.compiles) == (0, 0)
     assert miss.traces == 1 and miss.compiles == 1
