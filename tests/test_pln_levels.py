@@ -88,10 +88,10 @@ def test_loop_body_is_traced_once_for_jitted_levels(oaks, level, expected_calls)
 def test_level2_compiles_one_program_for_repeated_calls(oaks):
     """A second call with the same shapes and static arguments reuses the compiled program."""
     optimizer = optax.adam(0.05)
-    before = level2._fit_compiled._cache_size()
+    before = level2.fit_compiled._cache_size()
     level2.fit(oaks, 4, optimizer=optimizer)
     level2.fit(oaks, 4, optimizer=optimizer)
-    assert level2._fit_compiled._cache_size() == before + 1
+    assert level2.fit_compiled._cache_size() == before + 1
 
 
 def test_level3_plain_class_is_rejected_inside_scan(oaks):

@@ -13,7 +13,8 @@ from ._model import closed_form_params
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer"))
-def _fit_compiled(data: PLNData, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+def fit_compiled(data: PLNData, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+    """The jitted program behind `fit` (no input checks): init, then `lax.scan` over `n_iter` steps."""
     variational = init_variational(data)
     params = closed_form_params(data, variational)
 
@@ -37,4 +38,4 @@ def fit(
     `n_iter` and `optimizer` are static: a new value of either compiles a new program.
     """
     check_fit_arguments(data, n_iter)
-    return _fit_compiled(data, n_iter, optimizer)
+    return fit_compiled(data, n_iter, optimizer)

@@ -72,7 +72,8 @@ def container_step(state, optimizer: optax.GradientTransformation):
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "container"))
-def _fit_compiled(data, n_iter, optimizer, container):
+def fit_compiled(data, n_iter, optimizer, container):
+    """The jitted program behind `fit`: the state lives in one `container`, carried by `lax.scan`."""
     state = initial_container(data, optimizer, container)
     state, trace = jax.lax.scan(
         lambda state, _: container_step(state, optimizer), state, length=n_iter
@@ -92,4 +93,4 @@ def fit(
     `container=PlainContainer` raises `TypeError: ... is not a valid JAX type`.
     """
     check_fit_arguments(data, n_iter)
-    return _fit_compiled(data, n_iter, optimizer, container)
+    return fit_compiled(data, n_iter, optimizer, container)

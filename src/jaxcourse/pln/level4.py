@@ -63,7 +63,8 @@ class PLN:
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer"))
-def _fit_compiled(model: PLN, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+def fit_compiled(model: PLN, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+    """The jitted program behind `fit`: `lax.scan` over `PLN.step`, starting from `model`."""
     def body(carry, _):
         model, opt_state = carry
         model, opt_state, value = model.step(opt_state, optimizer)
@@ -79,4 +80,4 @@ def fit(
 ) -> FitResult:
     """Fits the PLN model by scanning `PLN.step`; see `FitResult`."""
     check_fit_arguments(data, n_iter)
-    return _fit_compiled(PLN.initialize(data), n_iter, optimizer)
+    return fit_compiled(PLN.initialize(data), n_iter, optimizer)
