@@ -18,7 +18,9 @@ class RpropState(NamedTuple):
     Attributes:
         step_sizes: the current step size of every entry (positive).
         prev_signs: the sign of the gradient used at the last step, 0 where that step was
-            skipped after a sign change (and before the first step).
+            skipped after a sign change (and before the first step). Stored as int8: a
+            quarter of the memory traffic of a float copy, which matters for an update
+            that is pure memory traffic.
     """
 
     step_sizes: optax.Params
@@ -66,12 +68,13 @@ def scale_by_rprop(
     def init_fn(params):
         return RpropState(
             step_sizes=jax.tree.map(lambda p: jnp.full_like(p, learning_rate), params),
-            prev_signs=jax.tree.map(jnp.zeros_like, params),
+            prev_signs=jax.tree.map(lambda p: jnp.zeros_like(p, dtype=jnp.int8), params),
         )
 
     def update_fn(updates, state, params=None):
         del params
-        agreement = jax.tree.map(lambda g, s: jnp.sign(g) * s, updates, state.prev_signs)
+        signs = jax.tree.map(lambda g: jnp.sign(g).astype(jnp.int8), updates)
+        agreement = jax.tree.map(jnp.multiply, signs, state.prev_signs)
 
         def new_step(agree, step):
             factor = jnp.where(agree > 0, eta_plus, jnp.where(agree < 0, eta_minus, 1.0))
@@ -80,11 +83,9 @@ def scale_by_rprop(
         steps = jax.tree.map(new_step, agreement, state.step_sizes)
         # After a sign change the entry stays put and its gradient counts as zero.
         signs = jax.tree.map(
-            lambda agree, g: jnp.where(agree < 0, 0.0, jnp.sign(g)).astype(g.dtype),
-            agreement,
-            updates,
+            lambda agree, s: jnp.where(agree < 0, jnp.int8(0), s), agreement, signs
         )
-        new_updates = jax.tree.map(lambda s, step: -s * step, signs, steps)
+        new_updates = jax.tree.map(lambda s, step: -s.astype(step.dtype) * step, signs, steps)
         return new_updates, RpropState(steps, signs)
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -117,3 +118,61 @@ PYPLNMODELS_RPROP = rprop(0.01, step_sizes=(1e-10, 50.0))
 
 Created once: jitted fits take the optimizer as a static argument, and a new object would
 compile a new program."""
+
+
+class NewtonRpropState(NamedTuple):
+    """State of `newton_rprop`: a step multiplier and the last gradient sign per entry."""
+
+    multipliers: optax.Params
+    prev_signs: optax.Params
+
+
+def newton_rprop(
+    *,
+    etas: tuple[float, float] = (0.7, 1.2),
+    multipliers: tuple[float, float] = (1e-3, 50.0),
+) -> optax.GradientTransformationExtraArgs:
+    """Per-entry Newton steps whose lengths adapt like Rprop's.
+
+    The update of every entry is `-eta * g / c`, where g is the gradient of the loss, c > 0
+    a per-entry curvature (the diagonal of the Hessian, or an estimate of it) passed as the
+    extra argument `curvature=` (a pytree like the parameters), and eta a multiplier that
+    Rprop's rule adapts: times `etas[1]` while the sign of g stays, times `etas[0]` (and no
+    move) when it flips, clipped to `multipliers`.
+
+    Where the curvature estimate is right the Newton step is right from the start; where it
+    overestimates (in the PLN model: directions along which Sigma adapts too) eta grows
+    geometrically, as Rprop's step does. Unlike Rprop's step, the Newton step shrinks with
+    the gradient, so the last iterations do not oscillate at a fixed step size.
+    """
+    eta_minus, eta_plus = etas
+    low, high = multipliers
+    if not 0.0 < eta_minus < 1.0 < eta_plus:
+        raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
+
+    def init_fn(params):
+        return NewtonRpropState(
+            multipliers=jax.tree.map(jnp.ones_like, params),
+            prev_signs=jax.tree.map(lambda p: jnp.zeros_like(p, dtype=jnp.int8), params),
+        )
+
+    def update_fn(updates, state, params=None, *, curvature, **extra_args):
+        del params, extra_args
+
+        def one(g, c, eta, prev):
+            sign = jnp.sign(g).astype(jnp.int8)
+            agree = sign * prev
+            eta = jnp.clip(
+                eta * jnp.where(agree > 0, eta_plus, jnp.where(agree < 0, eta_minus, 1.0)), low, high
+            ).astype(eta.dtype)
+            moves = agree >= 0
+            return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, jnp.where(moves, sign, jnp.int8(0))
+
+        out = jax.tree.map(one, updates, curvature, state.multipliers, state.prev_signs)
+        treedef = jax.tree.structure(updates)
+        new_updates, etas_, signs = (
+            treedef.unflatten(part) for part in zip(*treedef.flatten_up_to(out))
+        )
+        return new_updates, NewtonRpropState(etas_, signs)
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)

@@ -1,6 +1,9 @@
 """The Poisson-lognormal (PLN) case study: data, model maths, and the fitting levels.
 
-Every level module (`level0` ... `level4`) exposes `fit(data, n_iter, *, optimizer) -> FitResult`.
+Every level module (`level0` ... `level6`) exposes `fit(data, n_iter, *, optimizer) -> FitResult`.
+Levels 0-4 run one shared algorithm (Adam, then closed forms) and are collected in `LEVELS`;
+levels 5 (profiled ELBO, Rprop, a tolerance) and 6 (data-parallel, and `vmap` over restarts)
+go beyond them, with their own defaults.
 """
 
 from . import level0 as level0
@@ -8,6 +11,8 @@ from . import level1 as level1
 from . import level2 as level2
 from . import level3 as level3
 from . import level4 as level4
+from . import level5 as level5
+from . import level6 as level6
 from ._algorithm import DEFAULT_OPTIMIZER as DEFAULT_OPTIMIZER
 from ._algorithm import LEARNING_RATE as LEARNING_RATE
 from ._algorithm import FitResult as FitResult
@@ -39,4 +44,4 @@ from ._model import profiled_elbo as profiled_elbo
 from ._model import stirling_correction as stirling_correction
 
 LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4}
-"""Level number -> module; every module has the same `fit`."""
+"""Level number -> module for the five levels that share one algorithm (same ELBO trace)."""

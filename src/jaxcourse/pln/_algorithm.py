@@ -29,11 +29,14 @@ class FitResult(NamedTuple):
         elbo_trace: `(n_iter,)` ELBO before each step (exact log-factorial convention).
         variational: the final M and S, each `(n_samples, n_species)`.
         params: the final B `(n_covariates, n_species)` and Sigma `(n_species, n_species)`.
+        n_steps: iterations actually run, for levels that stop early on a tolerance
+            (levels 5 and 6); None for levels that always run `n_iter`.
     """
 
     elbo_trace: jax.Array
     variational: Variational
     params: ModelParams
+    n_steps: jax.Array | None = None
 
 
 def negative_elbo(variational: Variational, params: ModelParams, data: PLNData) -> jax.Array:

@@ -1,0 +1,105 @@
+"""Checkers for the PLN benchmark chapter's exercises."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..checks import exercise_checker, require
+
+
+@exercise_checker("time to reach a target ELBO")
+def check_time_to_target(time_to_target):
+    """`time_to_target(elbo, times, target)`: the first time the trace reaches `target`, or None."""
+    elbo = np.array([-9.0, -5.0, -6.0, -2.0, -1.0, -3.0])
+    times = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
+    cases = [(-5.5, 1.0), (-5.0, 1.0), (-2.5, 2.0), (-1.0, 2.5), (-9.5, 0.5)]
+    for target, expected in cases:
+        got = time_to_target(elbo, times, target)
+        require(got is not None, f"for target {target} you returned None, but the trace reaches it.")
+        require(
+            not (isinstance(got, (int, np.integer)) and float(got) != expected),
+            f"for target {target} you returned {got}: that looks like an index; return the time "
+            "at that index.",
+        )
+        require(
+            abs(float(got) - expected) < 1e-12,
+            f"for target {target} expected {expected} (the FIRST time the ELBO is at least the "
+            f"target), got {got}. The trace is not monotone: do not use its last crossing.",
+        )
+    require(
+        time_to_target(elbo, times, 0.0) is None,
+        "a target the trace never reaches must give None, not a time.",
+    )
+
+
+def _small_problem():
+    from ..pln import Variational, init_variational, simulate
+
+    data = simulate(25, 4, key=jax.random.key(3), n_covariates=2).data
+    start = init_variational(data)
+    wobble = 0.2 * jnp.cos(jnp.arange(start.latent_mean.size, dtype=jnp.float32)).reshape(start.latent_mean.shape)
+    return data, Variational(start.latent_mean + wobble, start.latent_sqrt_var + 0.5 * wobble**2)
+
+
+@exercise_checker("the analytic gradient in M")
+def check_latent_mean_gradient(latent_mean_gradient):
+    """`latent_mean_gradient(data, variational)` must equal dJ/dM of the profiled ELBO."""
+    from ..pln import closed_form_params, profiled_elbo
+
+    data, variational = _small_problem()
+    got = jnp.asarray(latent_mean_gradient(data, variational))
+    expected = jax.jit(jax.grad(profiled_elbo, argnums=1))(data, variational).latent_mean
+    require(got.shape == expected.shape, f"return an (n, p) array like M; got shape {got.shape}.")
+    scale = float(jnp.max(jnp.abs(expected)))
+    if float(jnp.max(jnp.abs(got - expected))) > 1e-3 * scale:
+        params = closed_form_params(data, variational)
+        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        residuals = variational.latent_mean - data.covariates @ params.coef
+        poisson_only = data.counts - rate
+        with_sigma = poisson_only - residuals @ params.covariance
+        require(
+            not np.allclose(got, poisson_only, rtol=1e-3, atol=1e-3 * scale),
+            "you have the Poisson part Y - A; the Gaussian prior adds -(M - XB) Omega.",
+        )
+        require(
+            not np.allclose(got, with_sigma, rtol=1e-3, atol=1e-3 * scale),
+            "you multiplied the residuals by Sigma; the gradient needs its inverse Omega.",
+        )
+        require(False, "your gradient differs from jax.grad(profiled_elbo). Check A = exp(O + M + S^2/2).")
+
+
+@exercise_checker("one torch-style Rprop step")
+def check_rprop_step(rprop_step):
+    """`rprop_step(x, grad, step, prev_sign) -> (x, step, sign)` must follow torch's Rprop rule
+    (etas 0.5 and 1.2, steps clipped to [1e-6, 50]) for minimising a loss."""
+    from ..optim import RpropState, rprop
+
+    x = jnp.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
+    grad = jnp.array([2.0, -3.0, 1.0, -1.0, 4.0, 0.0])
+    step = jnp.array([0.1, 0.1, 0.2, 1e-6, 45.0, 0.3])
+    prev_sign = jnp.array([1, -1, -1, 1, 1, 1], dtype=jnp.int8)
+    optimizer = rprop(0.1, step_sizes=(1e-6, 50.0))
+    updates, state = optimizer.update(grad, RpropState(step, prev_sign))
+    got_x, got_step, got_sign = (np.asarray(a, dtype=np.float64) for a in rprop_step(x, grad, step, prev_sign))
+    expected_x = np.asarray(x + updates)
+    require(
+        not np.allclose(got_x, np.asarray(x - updates)),
+        "you moved uphill: Rprop minimises, so each entry moves against the sign of its gradient.",
+    )
+    require(
+        np.allclose(got_step, np.asarray(state.step_sizes)),
+        f"step sizes {got_step} should be {np.asarray(state.step_sizes)}: grow by 1.2 when the sign "
+        "stays, shrink by 0.5 when it flips, keep it when the previous sign was 0, and clip to [1e-6, 50].",
+    )
+    require(
+        got_x[2] == 1.0 and got_x[3] == 1.0,
+        "after a sign flip torch does not move that entry at all this step.",
+    )
+    require(np.allclose(got_x, expected_x), f"new x should be {expected_x}, got {got_x}.")
+    require(
+        np.allclose(got_sign, np.asarray(state.prev_signs)),
+        "the sign to remember is 0 where the sign flipped (so that the next step neither grows "
+        "nor shrinks), and sign(grad) elsewhere.",
+    )

@@ -1,0 +1,186 @@
+"""Level 6: the level-5 fit spread over devices, and many fits at once with `vmap`.
+
+`fit` splits the samples over a mesh: each device holds n/k rows of Y, O, X, M and S, the
+sums over samples (X'M, the Poisson sum, the scatter matrix) are added up with `psum`, and
+every device completes the same ELBO and Sigma from the totals. The whole convergence loop
+runs inside one `shard_map` under one `jit`, so the host never queues collective-bearing
+steps one by one (which can deadlock small CPU machines; see the sharding chapter).
+
+`fit_many` runs several independent fits in one compiled program: restarts from perturbed
+starting points, or several data sets of the same shape.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import optax
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from ._algorithm import FitResult, check_fit_arguments, init_variational
+from ._data import PLNData
+from ._model import Variational
+from .level5 import DEFAULT_OPTIMIZER, DEFAULT_TOL, Problem, check_tol, prepare, run_loop
+
+AXIS = "samples"
+"""The mesh axis the samples are split along."""
+
+
+def sample_mesh(n_devices: int | None = None) -> Mesh:
+    """A one-axis mesh over the first `n_devices` devices (all of them by default)."""
+    devices = jax.devices()
+    n_devices = len(devices) if n_devices is None else n_devices
+    if not 1 <= n_devices <= len(devices):
+        raise ValueError(f"n_devices must be between 1 and {len(devices)}, got {n_devices}.")
+    return jax.make_mesh((n_devices,), (AXIS,), devices=devices[:n_devices])
+
+
+def _problem_specs() -> Problem:
+    rows, replicated = P(AXIS), P()
+    return Problem(rows, rows, rows, rows, replicated, replicated, replicated)
+
+
+@partial(jax.jit, static_argnames=("n_iter", "optimizer", "mesh"))
+def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, mesh) -> FitResult:
+    rows = P(AXIS)
+
+    @partial(
+        jax.shard_map,
+        mesh=mesh,
+        in_specs=(_problem_specs(), rows, P()),
+        out_specs=(rows, P(), P(), P()),
+    )
+    def on_each_device(problem_block, variational_block, tol):
+        return run_loop(
+            problem_block,
+            variational_block,
+            tol,
+            n_iter=n_iter,
+            optimizer=optimizer,
+            reduce=lambda tree: jax.lax.psum(tree, AXIS),
+        )
+
+    variational, params, trace, n_steps = on_each_device(problem, variational, tol)
+    return FitResult(trace, variational, params, n_steps)
+
+
+def fit(
+    data: PLNData,
+    n_iter: int,
+    *,
+    optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
+    tol: float = DEFAULT_TOL,
+    mesh: Mesh | None = None,
+) -> FitResult:
+    """`level5.fit`, with the samples split over the devices of `mesh`.
+
+    Args:
+        data: the data; its number of samples must be a multiple of the mesh size.
+        n_iter, optimizer, tol: as in `level5.fit`.
+        mesh: a mesh with an axis named `AXIS`; by default all devices (`sample_mesh()`).
+
+    Returns:
+        The `FitResult` of `level5.fit` (up to the rounding of sums taken in another order),
+        with M and S split over the devices like the data.
+
+    Raises:
+        ValueError: the samples do not split evenly over the devices.
+    """
+    check_fit_arguments(data, n_iter)
+    check_tol(tol)
+    mesh = sample_mesh() if mesh is None else mesh
+    n_shards = mesh.shape[AXIS]
+    if data.n_samples % n_shards:
+        raise ValueError(
+            f"{data.n_samples} samples do not split evenly over {n_shards} devices; "
+            "use a device count that divides the number of samples."
+        )
+    rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
+    problem = jax.device_put(prepare(data), Problem(*(rows,) * 4, *(replicated,) * 3))
+    variational = jax.device_put(init_variational(data), rows)
+    tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
+    return _fit_sharded(problem, variational, tol, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
+
+
+def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
+    """`len(keys)` starting points: `init_variational(data)` with M moved by N(0, scale^2) noise.
+
+    Returns a `Variational` whose arrays have a leading axis of length `len(keys)`.
+    """
+    start = init_variational(data)
+
+    def perturb(key):
+        noise = scale * jax.random.normal(key, start.latent_mean.shape, start.latent_mean.dtype)
+        return Variational(start.latent_mean + noise, start.latent_sqrt_var)
+
+    return jax.vmap(perturb)(keys)
+
+
+@partial(jax.jit, static_argnames=("n_iter", "optimizer", "batched_problem"))
+def _fit_many_compiled(problem, starts, tol, *, n_iter, optimizer, batched_problem):
+    def one_fit(problem, start):
+        variational, params, trace, n_steps = run_loop(
+            problem, start, tol, n_iter=n_iter, optimizer=optimizer
+        )
+        return FitResult(trace, variational, params, n_steps)
+
+    return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0))(problem, starts)
+
+
+def fit_many(
+    data: PLNData | list[PLNData],
+    n_iter: int,
+    *,
+    keys: jax.Array | None = None,
+    scale: float = 0.5,
+    optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
+    tol: float = DEFAULT_TOL,
+) -> FitResult:
+    """Several independent level-5 fits in one compiled, `vmap`ped program.
+
+    Either restarts: one data set and `keys`, one fit from each of `random_starts(data,
+    keys, scale=scale)`. Or several data sets: a list of `PLNData` of one shape (no
+    `keys`), each fitted from `init_variational`.
+
+    The batched `while_loop` runs until every fit has stopped; a fit that stopped earlier
+    keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`.
+
+    Returns:
+        A `FitResult` whose every array has a leading axis, one entry per fit.
+    """
+    check_tol(tol)
+    if isinstance(data, PLNData):
+        if keys is None:
+            raise TypeError("fit_many on one data set needs keys= (one restart per key).")
+        check_fit_arguments(data, n_iter)
+        problem = prepare(data)
+        starts = random_starts(data, keys, scale=scale)
+        batched_problem = False
+        dtype = data.counts.dtype
+    else:
+        datasets = list(data)
+        if keys is not None:
+            raise TypeError("pass either several data sets or keys for restarts, not both.")
+        if not datasets:
+            raise ValueError("fit_many needs at least one data set.")
+        for dataset in datasets:
+            check_fit_arguments(dataset, n_iter)
+        shapes = {jax.tree.map(jnp.shape, d) for d in datasets}
+        if len(shapes) != 1:
+            raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
+        problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(prepare, datasets))
+        starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(init_variational, datasets))
+        batched_problem = True
+        dtype = datasets[0].counts.dtype
+    return _fit_many_compiled(
+        problem,
+        starts,
+        jnp.asarray(tol, dtype),
+        n_iter=n_iter,
+        optimizer=optimizer,
+        batched_problem=batched_problem,
+    )
+

@@ -1,0 +1,173 @@
+"""Level 5: the profiled ELBO with analytic gradients in a while_loop that stops on `tol`."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+import torch
+
+from jaxcourse.pln import (
+    DEFAULT_OPTIMIZER,
+    Variational,
+    init_variational,
+    level2,
+    level5,
+    load_oaks,
+    profiled_elbo,
+    simulate,
+    stirling_correction,
+)
+
+BEST_KNOWN_STIRLING = -31456.36
+
+
+@pytest.fixture(scope="module")
+def oaks():
+    return load_oaks()
+
+
+def as_float64(tree):
+    return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), tree)
+
+
+def wobbly_start(data):
+    """A start away from the optimum, with structure in every entry."""
+    start = init_variational(data)
+    shape = start.latent_mean.shape
+    wobble = jnp.sin(jnp.arange(np.prod(shape), dtype=start.latent_mean.dtype).reshape(shape))
+    return Variational(start.latent_mean + 0.3 * wobble, start.latent_sqrt_var + 0.1 * wobble**2)
+
+
+def test_profiled_elbo_equals_pyplnmodels_in_float64(oaks):
+    """Our exact-convention ELBO plus the Stirling correction equals pyPLNmodels' to 1e-9."""
+    from pyPLNmodels.calculations.elbos import profiled_elbo_pln
+
+    with jax.enable_x64(True):
+        data = as_float64(oaks)
+        start = wobbly_start(data)
+        ours, _ = level5.profiled_elbo_and_grad(data, start)
+        ours_stirling = float(ours) + stirling_correction(oaks.counts)
+    tensor = lambda a: torch.tensor(np.asarray(a), dtype=torch.float64)  # noqa: E731
+    theirs = profiled_elbo_pln(
+        endog=tensor(data.counts),
+        exog=tensor(data.covariates),
+        offsets=tensor(data.offsets),
+        latent_mean=tensor(start.latent_mean),
+        latent_sqrt_variance=tensor(start.latent_sqrt_var),
+    ).item()
+    assert abs(ours_stirling - theirs) <= 1e-9 * abs(theirs)
+
+
+def test_analytic_gradient_equals_autodiff(oaks):
+    """The hand-derived dJ/dM and dJ/dS equal jax.grad of `profiled_elbo` (float64)."""
+    with jax.enable_x64(True):
+        data = as_float64(oaks)
+        start = wobbly_start(data)
+        value, grad = level5.profiled_elbo_and_grad(data, start)
+        auto_value, auto_grad = jax.value_and_grad(lambda v: profiled_elbo(data, v))(start)
+        np.testing.assert_allclose(float(value), float(auto_value), rtol=1e-12)
+        for ours, theirs in zip(grad, auto_grad):
+            np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-9, atol=1e-9)
+
+
+def test_curvature_is_minus_the_hessian_diagonal_with_sigma_fixed(key):
+    """`curvature` is minus the diagonal of the Hessian of the ELBO at fixed (B, Sigma)."""
+    from jaxcourse.pln import elbo
+
+    with jax.enable_x64(True):
+        data = as_float64(simulate(5, 3, key=key).data)
+        start = wobbly_start(data)
+        evaluation = level5.evaluate(level5.prepare(data), start)
+        flat, unravel = jax.flatten_util.ravel_pytree(start)
+        hessian = jax.hessian(lambda x: elbo(data, unravel(x), evaluation.params))(flat)
+        expected = unravel(-jnp.diagonal(hessian))
+        for ours, theirs in zip(evaluation.curvature, expected):
+            np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-9)
+
+
+def test_jit_equals_eager(key):
+    """The compiled fit and the same loop run op by op (`jax.disable_jit`) agree."""
+    data = simulate(30, 5, key=key).data
+    compiled = level5.fit(data, 15, tol=0.0)
+    with jax.disable_jit():
+        eager = level5.fit(data, 15, tol=0.0)
+    np.testing.assert_allclose(np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(compiled.variational.latent_mean), np.asarray(eager.variational.latent_mean), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_same_optimizer_gives_the_levels_trace(oaks):
+    """With levels 0-4's Adam and tol=0, level 5 follows level 2's trace: the profiled gradient
+    equals the full-ELBO gradient at the closed-form (B, Sigma) the levels recompute."""
+    ours = np.asarray(level5.fit(oaks, 50, optimizer=DEFAULT_OPTIMIZER, tol=0.0).elbo_trace)
+    theirs = np.asarray(level2.fit(oaks, 50).elbo_trace)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-4)
+
+
+def test_tol_stops_the_loop_and_pads_the_trace(oaks):
+    """A loose tol stops early; the trace past the stop repeats the last ELBO, which is the
+    ELBO of the returned parameters; tol=0 runs every iteration."""
+    loose = level5.fit(oaks, 300, tol=1e-5)
+    n_steps = int(loose.n_steps)
+    assert level5.TOL_WINDOW < n_steps < 300
+    trace = np.asarray(loose.elbo_trace)
+    assert np.all(trace[n_steps:] == trace[n_steps - 1])
+    gain = abs(trace[n_steps - 1] - trace[n_steps - 1 - level5.TOL_WINDOW])
+    assert gain < level5.TOL_WINDOW * 1e-5 * abs(trace[n_steps - 1])
+    returned = profiled_elbo(oaks, loose.variational)
+    np.testing.assert_allclose(float(returned), trace[-1], rtol=1e-6)
+
+    tight = level5.fit(oaks, 300, tol=1e-7)
+    assert int(tight.n_steps) > n_steps
+    assert int(level5.fit(oaks, 120, tol=0.0).n_steps) == 120
+
+
+def test_a_new_tol_does_not_recompile(oaks):
+    """tol is traced, so changing it reuses the compiled loop (n_iter and optimizer are static)."""
+    level5.fit(oaks, 40, tol=1e-3)
+    before = level5.fit_compiled._cache_size()
+    level5.fit(oaks, 40, tol=1e-4)
+    level5.fit(oaks, 40, tol=0.0)
+    assert level5.fit_compiled._cache_size() == before
+
+
+def test_converges_on_oaks_to_the_best_known_elbo(oaks):
+    """The default fit ends within 0.5 nats of the best known optimum (-31456.36, Stirling),
+    checked in float64 at the returned parameters."""
+    result = level5.fit(oaks, 1000)
+    assert int(result.n_steps) < 1000, "the default tol should stop the fit on oaks"
+    with jax.enable_x64(True):
+        final = float(profiled_elbo(as_float64(oaks), as_float64(result.variational)))
+    final_stirling = final + stirling_correction(oaks.counts)
+    assert abs(final_stirling - BEST_KNOWN_STIRLING) <= 0.5
+
+
+def test_newton_rprop_converges_faster_on_oaks(oaks):
+    """The Newton-Rprop option reaches 0.5 nats of the optimum in fewer iterations than Rprop."""
+    goal = BEST_KNOWN_STIRLING - 0.5 - stirling_correction(oaks.counts)
+
+    def iterations_to_goal(optimizer):
+        trace = np.asarray(level5.fit(oaks, 600, optimizer=optimizer, tol=0.0).elbo_trace)
+        return int(np.argmax(trace >= goal))
+
+    assert iterations_to_goal(level5.NEWTON_RPROP) < iterations_to_goal(level5.DEFAULT_OPTIMIZER)
+
+
+def test_fit_from_returns_the_documented_shapes(key):
+    """FitResult shapes: (n_iter,) trace, (n, p) M and S, (d, p) B, (p, p) Sigma, scalar n_steps."""
+    data = simulate(12, 4, key=key, n_covariates=2).data
+    result = level5.fit_from(data, init_variational(data), 7, optimizer=optax.adam(0.01), tol=0.0)
+    assert result.elbo_trace.shape == (7,)
+    assert result.variational.latent_mean.shape == (12, 4)
+    assert result.params.coef.shape == (2, 4)
+    assert result.params.covariance.shape == (4, 4)
+    assert int(result.n_steps) == 7
+
+
+@pytest.mark.parametrize(("tol", "error"), [(-1.0, ValueError), ("small", TypeError), (float("nan"), ValueError)])
+def test_bad_tol_is_rejected(oaks, tol, error):
+    """A negative, NaN or non-numeric tol is an error, not a silent never-stopping loop."""
+    with pytest.raises(error, match="tol"):
+        level5.fit(oaks, 5, tol=tol)

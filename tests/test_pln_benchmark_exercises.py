@@ -1,0 +1,143 @@
+"""Checkers of the PLN benchmark chapter: reference solutions pass, typical mistakes get hints."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve
+
+from jaxcourse.exercises import pln_benchmark as exercises
+from jaxcourse.pln import closed_form_params
+
+
+# --- exercise 1: time to target -------------------------------------------------------------
+def time_to_target(elbo, times, target):
+    reached = np.flatnonzero(np.asarray(elbo) >= target)
+    return float(times[reached[0]]) if reached.size else None
+
+
+def test_time_to_target_reference_passes():
+    """The first-crossing solution passes."""
+    assert exercises.check_time_to_target(time_to_target)
+
+
+def test_time_to_target_last_crossing_fails():
+    """Taking the last crossing of a non-monotone trace is caught with a hint."""
+
+    def last_crossing(elbo, times, target):
+        reached = np.flatnonzero(np.asarray(elbo) >= target)
+        return float(times[reached[-1]]) if reached.size else None
+
+    verdict = exercises.check_time_to_target(last_crossing)
+    assert not verdict and "FIRST time" in verdict.message
+
+
+def test_time_to_target_index_instead_of_time_fails():
+    """Returning the index rather than the time is caught."""
+
+    def index(elbo, times, target):
+        reached = np.flatnonzero(np.asarray(elbo) >= target)
+        return int(reached[0]) if reached.size else None
+
+    verdict = exercises.check_time_to_target(index)
+    assert not verdict and "index" in verdict.message
+
+
+def test_time_to_target_stub_is_not_yet():
+    """A stub raising NotImplementedError gets 'no answer yet'."""
+
+    def stub(elbo, times, target):
+        raise NotImplementedError
+
+    verdict = exercises.check_time_to_target(stub)
+    assert not verdict and "no answer yet" in verdict.message
+
+
+# --- exercise 2: the analytic gradient in M ------------------------------------------------------
+def latent_mean_gradient(data, variational):
+    params = closed_form_params(data, variational)
+    rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+    residuals = variational.latent_mean - data.covariates @ params.coef
+    chol = jnp.linalg.cholesky(params.covariance)
+    precision = cho_solve((chol, True), jnp.eye(params.covariance.shape[0]))
+    return data.counts - rate - residuals @ precision
+
+
+def test_gradient_reference_passes():
+    """Y - A - (M - XB) Omega passes."""
+    assert exercises.check_latent_mean_gradient(latent_mean_gradient)
+
+
+def test_gradient_without_prior_term_fails():
+    """Forgetting the Gaussian term is named in the hint."""
+
+    def poisson_only(data, variational):
+        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        return data.counts - rate
+
+    verdict = exercises.check_latent_mean_gradient(poisson_only)
+    assert not verdict and "-(M - XB) Omega" in verdict.message
+
+
+def test_gradient_with_sigma_instead_of_omega_fails():
+    """Multiplying by Sigma instead of its inverse is named in the hint."""
+
+    def with_sigma(data, variational):
+        params = closed_form_params(data, variational)
+        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        residuals = variational.latent_mean - data.covariates @ params.coef
+        return data.counts - rate - residuals @ params.covariance
+
+    verdict = exercises.check_latent_mean_gradient(with_sigma)
+    assert not verdict and "inverse Omega" in verdict.message
+
+
+# --- exercise 3: one Rprop step ---------------------------------------------------------------
+def rprop_step(x, grad, step, prev_sign):
+    sign = jnp.sign(grad).astype(jnp.int8)
+    agree = sign * prev_sign
+    step = jnp.clip(step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0)
+    sign = jnp.where(agree < 0, jnp.int8(0), sign)
+    return x - sign * step, step, sign
+
+
+def test_rprop_reference_passes():
+    """torch's rule (grow, shrink and skip, clip) passes."""
+    assert exercises.check_rprop_step(rprop_step)
+
+
+def test_rprop_moving_after_a_flip_fails():
+    """Moving an entry whose gradient just flipped sign (what textbook Rprop- does) is caught."""
+
+    def moves_on_flip(x, grad, step, prev_sign):
+        sign = jnp.sign(grad).astype(jnp.int8)
+        agree = sign * prev_sign
+        step = jnp.clip(step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0)
+        return x - sign * step, step, jnp.where(agree < 0, jnp.int8(0), sign)
+
+    verdict = exercises.check_rprop_step(moves_on_flip)
+    assert not verdict and "does not move" in verdict.message
+
+
+def test_rprop_uphill_fails():
+    """Adding the step in the gradient's direction is caught."""
+
+    def uphill(x, grad, step, prev_sign):
+        new_x, step, sign = rprop_step(x, grad, step, prev_sign)
+        return 2 * x - new_x, step, sign
+
+    verdict = exercises.check_rprop_step(uphill)
+    assert not verdict and "uphill" in verdict.message
+
+
+def test_rprop_without_clipping_fails():
+    """Letting a step grow past the largest step size is caught."""
+
+    def unclipped(x, grad, step, prev_sign):
+        sign = jnp.sign(grad).astype(jnp.int8)
+        agree = sign * prev_sign
+        step = step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0))
+        sign = jnp.where(agree < 0, jnp.int8(0), sign)
+        return x - sign * step, step, sign
+
+    verdict = exercises.check_rprop_step(unclipped)
+    assert not verdict and "clip" in verdict.message

@@ -1,0 +1,133 @@
+"""`jaxcourse.optim.rprop` follows torch.optim.Rprop step for step; optax.rprop lags one step."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+import torch
+
+from jaxcourse.optim import PYPLNMODELS_RPROP, newton_rprop, rprop
+
+N_STEPS = 20
+
+
+def quadratic(seed=0, dim=6):
+    """A convex quadratic 0.5 x'Hx - b'x with a start far enough away to flip some signs."""
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(dim, dim))
+    return a @ a.T + np.eye(dim), rng.normal(size=dim), 3.0 * rng.normal(size=dim)
+
+
+def torch_path(hessian, b, x0, **kwargs):
+    x = torch.tensor(x0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Rprop([x], **kwargs)
+    h, bt = torch.tensor(hessian), torch.tensor(b)
+    path = []
+    for _ in range(N_STEPS):
+        opt.zero_grad()
+        (0.5 * x @ h @ x - bt @ x).backward()
+        opt.step()
+        path.append(x.detach().numpy().copy())
+    return np.array(path)
+
+
+def optax_path(optimizer, hessian, b, x0):
+    h, bj = jnp.asarray(hessian), jnp.asarray(b)
+    grad = jax.grad(lambda x: 0.5 * x @ h @ x - bj @ x)
+    x = jnp.asarray(x0)
+    state = optimizer.init(x)
+    path = []
+    for _ in range(N_STEPS):
+        updates, state = optimizer.update(grad(x), state, x)
+        x = optax.apply_updates(x, updates)
+        path.append(np.asarray(x))
+    return np.array(path)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"lr": 0.1, "step_sizes": (1e-3, 1.0)},
+        {"lr": 0.01, "step_sizes": (1e-10, 50.0)},
+        {"lr": 0.5, "etas": (0.3, 1.5), "step_sizes": (1e-6, 2.0)},
+    ],
+)
+def test_rprop_matches_torch_on_a_quadratic(settings):
+    """20 float64 steps of our Rprop equal torch's to rounding, sign flips included."""
+    hessian, b, x0 = quadratic()
+    with jax.enable_x64(True):
+        ours = optax_path(
+            rprop(settings["lr"], etas=settings.get("etas", (0.5, 1.2)), step_sizes=settings["step_sizes"]),
+            hessian, b, x0,
+        )
+    theirs = torch_path(hessian, b, x0, **settings)
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
+    moves = np.diff(np.concatenate([x0[None], theirs]), axis=0)
+    assert np.any(moves == 0.0), "the test must include torch's 'skip after a sign flip' steps"
+
+
+def test_optax_rprop_applies_each_step_one_iteration_late():
+    """optax 0.2.8's rprop returns a zero first update, then torch's first step, and so on.
+
+    If a future optax fixes this, this test fails: then `optax.rprop` can replace ours.
+    """
+    hessian, b, x0 = quadratic()
+    with jax.enable_x64(True):
+        h, bj = jnp.asarray(hessian), jnp.asarray(b)
+        grad = jax.grad(lambda x: 0.5 * x @ h @ x - bj @ x)
+        late = optax.rprop(0.1, min_step_size=1e-3, max_step_size=1.0)
+        x = jnp.asarray(x0)
+        state = late.init(x)
+        first, state = late.update(grad(x), state, x)
+        np.testing.assert_array_equal(np.asarray(first), 0.0)
+        second, _ = late.update(grad(x), state, x)
+    torch_first = torch_path(hessian, b, x0, lr=0.1, step_sizes=(1e-3, 1.0))[0] - x0
+    np.testing.assert_allclose(np.asarray(second), torch_first, atol=1e-12)
+
+
+def test_pyplnmodels_settings():
+    """The shared optimizer takes pyPLNmodels' first step: lr 0.01 against the gradient's sign."""
+    x = jnp.array([1.0, -2.0, 0.0])
+    updates, _ = PYPLNMODELS_RPROP.update(jnp.array([3.0, -1.0, 0.0]), PYPLNMODELS_RPROP.init(x))
+    np.testing.assert_allclose(np.asarray(updates), [-0.01, 0.01, 0.0])
+
+
+def test_rprop_works_on_pytrees_and_under_jit():
+    """A dict of parameters, updated inside jit, gives the same as eager updates."""
+    params = {"a": jnp.ones(3), "b": -jnp.ones((2, 2))}
+    grads = {"a": jnp.array([1.0, -1.0, 0.0]), "b": jnp.ones((2, 2))}
+    opt = rprop(0.2)
+    state = opt.init(params)
+    eager = opt.update(grads, state)
+    jitted = jax.jit(opt.update)(grads, state)
+    for left, right in zip(jax.tree.leaves(eager), jax.tree.leaves(jitted)):
+        np.testing.assert_array_equal(np.asarray(left), np.asarray(right))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"etas": (1.5, 1.2)}, "etas"), ({"step_sizes": (1.0, 0.1)}, "step_sizes"), ({"learning_rate": -1.0}, "learning_rate")],
+)
+def test_rprop_rejects_bad_settings(kwargs, match):
+    """Settings torch rejects are rejected here too, with the argument named."""
+    with pytest.raises(ValueError, match=match):
+        rprop(**kwargs)
+
+
+def test_newton_rprop_first_step_is_newton():
+    """With multiplier 1, the first update is -g / curvature (a per-entry Newton step)."""
+    opt = newton_rprop()
+    x = jnp.array([1.0, 2.0])
+    g, c = jnp.array([2.0, -4.0]), jnp.array([4.0, 2.0])
+    updates, _ = opt.update(g, opt.init(x), x, curvature=c)
+    np.testing.assert_allclose(np.asarray(updates), [-0.5, 2.0])
+
+
+def test_newton_rprop_solves_a_diagonal_quadratic():
+    """On a separable quadratic with its exact curvature, one step lands on the minimum."""
+    h = jnp.array([1.0, 10.0, 100.0])
+    x = jnp.array([3.0, -2.0, 1.0])
+    opt = newton_rprop()
+    updates, _ = opt.update(h * x, opt.init(x), x, curvature=h)
+    np.testing.assert_allclose(np.asarray(optax.apply_updates(x, updates)), 0.0, atol=1e-6)
