@@ -73,3 +73,10 @@ def test_cell_options_used_by_the_chapters_are_known():
             if qc.is_python_cell(info):
                 used |= set(qc.cell_options(body))
     assert used and used <= qc.KNOWN_CELL_OPTIONS
+
+
+def test_every_page_shows_the_execution_banner():
+    """Each page's first code cell calls start_chapter(), which prints 'Executed with jax X on DEVICE'."""
+    pages = [ROOT / "index.qmd", ROOT / "workshop.qmd", *sorted((ROOT / "chapters").glob("*.qmd"))]
+    missing = [p.name for p in pages if "start_chapter()" not in p.read_text()]
+    assert missing == []
