@@ -42,11 +42,15 @@ def test_sharded_fit_keeps_the_rows_on_their_devices(key):
 
 
 def test_sharded_fit_on_oaks_matches_level5():
-    """On oaks (116 = 4 x 29 rows) in float32 the two fits end at the same ELBO (0.1 nat)."""
+    """On oaks (116 = 4 x 29 rows) in float32 the two fits end at the same ELBO.
+
+    Sums over 4 shards round differently from one sum, and Rprop's sign-based steps carry that
+    rounding along: after 150 steps the ELBOs (about -3.2e4) agree to 1e-5 relative (a third of
+    a nat); the float64 test above checks exact equality of the algorithm."""
     oaks = load_oaks()
     single = level5.fit(oaks, 150, tol=0.0)
     sharded = level6.fit(oaks, 150, tol=0.0)
-    assert abs(float(sharded.elbo_trace[-1]) - float(single.elbo_trace[-1])) < 0.1
+    np.testing.assert_allclose(float(sharded.elbo_trace[-1]), float(single.elbo_trace[-1]), rtol=1e-5)
 
 
 def test_uneven_split_is_rejected(key):
