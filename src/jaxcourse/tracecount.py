@@ -9,7 +9,9 @@ from typing import Callable, Iterator
 
 import jax
 
-# jax.monitoring reports the duration of every trace and every XLA compilation under these names.
+# jax.monitoring reports the duration of every trace and every XLA compilation under these names;
+# every compile-time stage (tracing, lowering, compiling) is reported under the common prefix.
+_COMPILE_STAGE_PREFIX = "/jax/core/compile/"
 _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
@@ -33,10 +35,12 @@ def count_traces(fn: Callable) -> Callable:
 
 @dataclasses.dataclass
 class CompileCount:
-    """Traces and XLA compilations seen inside a `count_compilations` block."""
+    """Traces and XLA compilations seen inside a `count_compilations` block, and the seconds
+    spent in all compile-time stages (tracing, lowering, XLA compilation)."""
 
     traces: int = 0
     compiles: int = 0
+    seconds: float = 0.0
 
 
 @contextlib.contextmanager
@@ -48,6 +52,8 @@ def count_compilations() -> Iterator[CompileCount]:
     count = CompileCount()
 
     def listener(event: str, duration_secs: float, **kwargs) -> None:
+        if event.startswith(_COMPILE_STAGE_PREFIX):
+            count.seconds += duration_secs
         if event == _TRACE_EVENT:
             count.traces += 1
         elif event == _COMPILE_EVENT:

@@ -8,12 +8,8 @@ says `stirling` (pyPLNmodels' convention: exact + `stirling_correction(counts)`)
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import math
-import time
-import warnings
 from importlib import metadata
 from typing import Any, Callable, NamedTuple
 
@@ -22,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._environment import environment
+from ..tracecount import count_compilations
 from ._timing import time_call
 
 SIZES = {"tiny": None, "oaks": 1, "oaks100": 100}
@@ -41,29 +38,6 @@ TARGET_SLACK_ULPS = 4
 The traces are float32 sums of about a million terms; their rounding (a few parts in 1e7) is
 below what matters here but above zero, and would otherwise decide ties. Final ELBOs are
 compared in float64, without slack."""
-
-
-class _CompileClock:
-    """Adds up JAX's own compile-time events (tracing, lowering, XLA compilation) while active."""
-
-    def __init__(self):
-        self.active = False
-        self.seconds = 0.0
-        jax.monitoring.register_event_duration_secs_listener(self._listen)
-
-    def _listen(self, event: str, seconds: float, **kwargs) -> None:
-        if self.active and event.startswith("/jax/core/compile/"):
-            self.seconds += seconds
-
-    def __enter__(self):
-        self.active, self.seconds = True, 0.0
-        return self
-
-    def __exit__(self, *exc):
-        self.active = False
-
-
-_COMPILE_CLOCK = _CompileClock()
 
 
 class MethodRun(NamedTuple):
@@ -156,7 +130,7 @@ def measure_floor(data, *, repeat: int = 10) -> dict[str, float]:
 
 
 def _run_level(name, fit, data, n_iter, *, repeat, optimizer_name, note="", **kwargs) -> MethodRun:
-    with _COMPILE_CLOCK as clock:
+    with count_compilations() as clock:
         timing = time_call(fit, data, n_iter, repeat=repeat, warmup=1, name=name, **kwargs)
     result = fit(data, n_iter, **kwargs)
     n_steps = n_iter if result.n_steps is None else int(result.n_steps)
@@ -184,21 +158,10 @@ def _run_level(name, fit, data, n_iter, *, repeat, optimizer_name, note="", **kw
 
 
 def _run_pyplnmodels(data, n_iter: int, correction: float) -> MethodRun:
-    from pyPLNmodels import Pln
+    from ..pln import fit_pyplnmodels
 
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(
-        io.StringIO()
-    ):
-        warnings.simplefilter("ignore")
-        model = Pln(
-            np.asarray(data.counts),
-            exog=np.asarray(data.covariates),
-            offsets=np.asarray(data.offsets),
-            add_const=False,
-        )
-        start = time.perf_counter()
-        model.fit(maxiter=n_iter)
-        run_s = time.perf_counter() - start
+    reference = fit_pyplnmodels(data, maxiter=n_iter)
+    model, run_s = reference.model, reference.seconds
     monitor = model._elbo_criterion_monitor  # its recorded trace: ELBO before each step
     elbo_stirling = np.array([float(value) for value in monitor.elbo_list])
     times = np.asarray(model._time_recorder.running_times, dtype=np.float64)

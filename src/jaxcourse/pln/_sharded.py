@@ -14,6 +14,16 @@ from ._data import PLNData
 from ._model import ModelParams, Variational, elbo_from_statistics, elbo_statistics
 
 
+def check_even_split(n_samples: int, mesh, axis_name: str) -> None:
+    """Raises `ValueError` unless the `n_samples` rows split evenly over the mesh axis."""
+    n_shards = mesh.shape[axis_name]
+    if n_samples % n_shards:
+        raise ValueError(
+            f"{n_samples} samples do not split evenly over {n_shards} devices; "
+            "use a device count that divides the number of samples."
+        )
+
+
 def sharded_elbo(
     data: PLNData,
     variational: Variational,
@@ -45,12 +55,7 @@ def sharded_elbo(
     A bare eager `jax.grad` fails in jax 0.10.1 ("Length of device assignment 1 is not equal
     to the size of the mesh"): its output cotangent is made outside the mesh.
     """
-    n_shards = mesh.shape[axis_name]
-    if data.n_samples % n_shards:
-        raise ValueError(
-            f"{data.n_samples} samples do not split evenly over {n_shards} devices; "
-            "use a device count that divides the number of samples."
-        )
+    check_even_split(data.n_samples, mesh, axis_name)
     rows, replicated = NamedSharding(mesh, P(axis_name)), NamedSharding(mesh, P())
     return _sharded_elbo(
         jax.device_put(data, rows),

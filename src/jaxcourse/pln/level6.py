@@ -23,6 +23,7 @@ from jax.sharding import PartitionSpec as P
 from ._algorithm import FitResult, check_fit_arguments, init_variational
 from ._data import PLNData
 from ._model import Variational
+from ._sharded import check_even_split
 from .level5 import DEFAULT_OPTIMIZER, DEFAULT_TOL, Problem, check_tol, prepare, run_loop
 
 AXIS = "samples"
@@ -92,12 +93,7 @@ def fit(
     check_fit_arguments(data, n_iter)
     check_tol(tol)
     mesh = sample_mesh() if mesh is None else mesh
-    n_shards = mesh.shape[AXIS]
-    if data.n_samples % n_shards:
-        raise ValueError(
-            f"{data.n_samples} samples do not split evenly over {n_shards} devices; "
-            "use a device count that divides the number of samples."
-        )
+    check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
     problem = jax.device_put(prepare(data), Problem(*(rows,) * 4, *(replicated,) * 3))
     variational = jax.device_put(init_variational(data), rows)
