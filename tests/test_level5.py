@@ -155,6 +155,21 @@ def test_newton_rprop_converges_faster_on_oaks(oaks):
     assert iterations_to_goal(level5.NEWTON_RPROP) < iterations_to_goal(level5.DEFAULT_OPTIMIZER)
 
 
+def test_newton_momentum_converges_fastest_on_oaks(oaks):
+    """Newton momentum reaches 0.5 nats of the optimum in fewer than half Newton-Rprop's iterations,
+    and its fit ends at least as high as pyPLNmodels' best known ELBO minus 0.5 nats."""
+    goal = BEST_KNOWN_STIRLING - 0.5 - stirling_correction(oaks.counts)
+
+    def run(optimizer):
+        return level5.fit(oaks, 600, optimizer=optimizer, tol=0.0)
+
+    momentum, newton_rprop = run(level5.NEWTON_MOMENTUM), run(level5.NEWTON_RPROP)
+    reached = lambda result: int(np.argmax(np.asarray(result.elbo_trace) >= goal))  # noqa: E731
+    assert np.asarray(momentum.elbo_trace)[-1] >= goal
+    assert 0 < reached(momentum) < reached(newton_rprop) / 2
+    assert bool(jnp.all(momentum.variational.latent_sqrt_var > 0))
+
+
 def test_fit_from_returns_the_documented_shapes(key):
     """FitResult shapes: (n_iter,) trace, (n, p) M and S, (d, p) B, (p, p) Sigma, scalar n_steps."""
     data = simulate(12, 4, key=key, n_covariates=2).data

@@ -176,3 +176,53 @@ def newton_rprop(
         return new_updates, NewtonRpropState(etas_, signs)
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
+
+
+class NewtonMomentumState(NamedTuple):
+    """State of `newton_momentum`: the last update applied, one entry per parameter entry."""
+
+    velocity: optax.Params
+
+
+def newton_momentum(
+    learning_rate: float = 1.0, *, momentum: float = 0.9
+) -> optax.GradientTransformationExtraArgs:
+    """Per-entry Newton steps with heavy-ball momentum that restarts when it points uphill.
+
+    The update is `v = momentum * v_prev - learning_rate * g / c`: g is the gradient of the
+    loss, c > 0 a per-entry curvature passed as the extra argument `curvature=` (a pytree
+    like the parameters), and v_prev the last update. When the momentum points uphill,
+    `sum(g * v_prev) > 0` over all entries, it is dropped for that step (the "gradient
+    restart" of O'Donoghue and Candes, 2015).
+
+    Why it helps: a diagonal Newton step is right for the entries that the data pin down,
+    but in the PLN model many entries (zero counts) are held only by the prior term, whose
+    curvature couples the species through Omega. Along those few collective directions
+    the diagonal step is far too short, and plain Newton iterations creep along them at a
+    rate close to one. Momentum accumulates the steps along a direction that keeps the same
+    sign, which shortens such a creep from hundreds of iterations to tens; the restart
+    stops the accumulated velocity from overshooting once the direction changes.
+
+    Args:
+        learning_rate: the fraction of the Newton step taken (1 is the full step).
+        momentum: the fraction of the last update carried over, in [0, 1).
+    """
+    if not 0.0 <= momentum < 1.0:
+        raise ValueError(f"momentum must be in [0, 1), got {momentum}.")
+    if not learning_rate > 0:
+        raise ValueError(f"learning_rate must be positive, got {learning_rate}.")
+
+    def init_fn(params):
+        return NewtonMomentumState(velocity=jax.tree.map(jnp.zeros_like, params))
+
+    def update_fn(updates, state, params=None, *, curvature, **extra_args):
+        del params, extra_args
+        # sum(g * v), not vdot: XLA on CPU runs a vdot of two (n, p) arrays as a slow matrix product.
+        slope = sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
+        carried = jnp.where(slope > 0, 0.0, momentum)
+        velocity = jax.tree.map(
+            lambda g, c, v: (carried * v - learning_rate * g / c).astype(g.dtype), updates, curvature, state.velocity
+        )
+        return velocity, NewtonMomentumState(velocity)
+
+    return optax.GradientTransformationExtraArgs(init_fn, update_fn)

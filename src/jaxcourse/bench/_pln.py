@@ -184,7 +184,7 @@ def _run_pyplnmodels(data, n_iter: int, correction: float) -> MethodRun:
 
 def default_methods() -> list[str]:
     """Every method the benchmark can run, in order."""
-    return ["level 0", "level 1", "level 2", "level 3", "level 4", "level 5", "level 5 + Newton-Rprop", "level 6", "pyPLNmodels"]
+    return ["level 0", "level 1", "level 2", "level 3", "level 4", "level 5", "level 5 + Newton-Rprop", "level 5 + Newton momentum", "level 6", "pyPLNmodels"]
 
 
 PYPLNMODELS_MAXITER = 400
@@ -205,7 +205,8 @@ def run_pln_benchmark(
     Levels 0-4 run pyPLNmodels' own algorithm (torch-exact Rprop, lr 0.01, on the same
     gradient), so they differ from it only in how the computation is organised. Levels 5
     and 6 run their defaults (Rprop on the analytic profiled gradient, stopping on their
-    tolerance); "level 5 + Newton-Rprop" swaps in `optim.newton_rprop`.
+    tolerance); "level 5 + Newton-Rprop" and "level 5 + Newton momentum" swap in
+    `optim.newton_rprop` and `optim.newton_momentum`.
 
     Args:
         size: `tiny`, `oaks` (n = 116) or `oaks100` (n = 11600).
@@ -246,6 +247,11 @@ def run_pln_benchmark(
         "level 4": (level4.fit, {"optimizer": reference}, reference_name),
         "level 5": (level5.fit, {}, "level5.DEFAULT_OPTIMIZER: optim.rprop(0.1, step_sizes=(1e-10, 50))"),
         "level 5 + Newton-Rprop": (level5.fit, {"optimizer": level5.NEWTON_RPROP}, "optim.newton_rprop()"),
+        "level 5 + Newton momentum": (
+            level5.fit,
+            {"optimizer": level5.NEWTON_MOMENTUM},
+            "optim.newton_momentum(1.0, momentum=0.9)",
+        ),
         "level 6": (level6.fit, {}, f"as level 5, samples split over {jax.device_count()} device(s)"),
     }
 
