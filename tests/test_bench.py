@@ -70,3 +70,19 @@ def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "P1=" in captured.out and "floor" in captured.out
     assert "level 5 ..." in captured.err  # progress goes to stderr
+
+
+def _run(name, per_iteration_s, time_to_target_s):
+    times = per_iteration_s * np.arange(1, 4)
+    return _pln.MethodRun(name, "", 3, 3, 0.0, times[-1], per_iteration_s, times, np.zeros(3), 0.0, time_to_target_s, "")
+
+
+def test_p2_judges_the_fastest_level_not_the_cheapest_iteration():
+    """P2 is the per-iteration time of the level that reaches the target first, over the floor;
+    the cheapest iteration is reported apart."""
+    runs = [_run("quick steps", 0.001, 0.5), _run("few steps", 0.004, 0.1), _run("pyPLNmodels", 0.01, 2.0)]
+    ratios = _pln.compute_ratios(runs, {"median_s": 0.002}, size="oaks100", target=0.0)
+    assert ratios["fastest"] == ratios["P2_level"] == "few steps"
+    assert ratios["P1"] == pytest.approx(0.05)
+    assert ratios["P2"] == pytest.approx(2.0)
+    assert (ratios["P2_cheapest_level"], ratios["P2_cheapest"]) == ("quick steps", pytest.approx(0.5))

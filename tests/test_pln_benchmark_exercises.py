@@ -141,3 +141,55 @@ def test_rprop_without_clipping_fails():
 
     verdict = exercises.check_rprop_step(unclipped)
     assert not verdict and "clip" in verdict.message
+
+
+# --- exercise 4: a Newton step with momentum and restart --------------------------------------
+def momentum_update(grad, curvature, velocity, momentum):
+    carried = jnp.where(jnp.sum(grad * velocity) > 0, 0.0, momentum)
+    return carried * velocity - grad / curvature
+
+
+def test_momentum_update_reference_passes():
+    """Momentum carried while sum(g * v) <= 0, dropped otherwise, passes."""
+    assert exercises.check_momentum_update(momentum_update)
+
+
+def test_momentum_update_without_restart_fails():
+    """Always carrying the momentum is caught on the uphill case."""
+
+    def no_restart(grad, curvature, velocity, momentum):
+        return momentum * velocity - grad / curvature
+
+    verdict = exercises.check_momentum_update(no_restart)
+    assert not verdict and "points uphill" in verdict.message
+
+
+def test_momentum_update_entrywise_restart_fails():
+    """Restarting entry by entry instead of on the global sum is named."""
+
+    def per_entry(grad, curvature, velocity, momentum):
+        return jnp.where(grad * velocity > 0, 0.0, momentum * velocity) - grad / curvature
+
+    verdict = exercises.check_momentum_update(per_entry)
+    assert not verdict and "not a test entry by entry" in verdict.message
+
+
+def test_momentum_update_wrong_sign_fails():
+    """Stepping along the gradient of the loss is caught."""
+
+    def uphill(grad, curvature, velocity, momentum):
+        carried = jnp.where(jnp.sum(grad * velocity) > 0, 0.0, momentum)
+        return -(carried * velocity - grad / curvature)
+
+    verdict = exercises.check_momentum_update(uphill)
+    assert not verdict and "wrong sign" in verdict.message
+
+
+def test_momentum_update_plain_newton_fails():
+    """Dropping the momentum altogether is caught on the downhill case."""
+
+    def plain(grad, curvature, velocity, momentum):
+        return -grad / curvature
+
+    verdict = exercises.check_momentum_update(plain)
+    assert not verdict and "carry" in verdict.message

@@ -185,7 +185,7 @@ class NewtonMomentumState(NamedTuple):
 
 
 def newton_momentum(
-    learning_rate: float = 1.0, *, momentum: float = 0.9
+    learning_rate: float = 1.0, *, momentum: float = 0.9, restart: bool = True
 ) -> optax.GradientTransformationExtraArgs:
     """Per-entry Newton steps with heavy-ball momentum that restarts when it points uphill.
 
@@ -206,6 +206,8 @@ def newton_momentum(
     Args:
         learning_rate: the fraction of the Newton step taken (1 is the full step).
         momentum: the fraction of the last update carried over, in [0, 1).
+        restart: drop the momentum for a step when it points uphill (True), or always carry
+            it (False, plain heavy ball: for comparison).
     """
     if not 0.0 <= momentum < 1.0:
         raise ValueError(f"momentum must be in [0, 1), got {momentum}.")
@@ -219,7 +221,7 @@ def newton_momentum(
         del params, extra_args
         # sum(g * v), not vdot: XLA on CPU runs a vdot of two (n, p) arrays as a slow matrix product.
         slope = sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
-        carried = jnp.where(slope > 0, 0.0, momentum)
+        carried = jnp.where(restart & (slope > 0), 0.0, momentum)
         velocity = jax.tree.map(
             lambda g, c, v: (carried * v - learning_rate * g / c).astype(g.dtype), updates, curvature, state.velocity
         )

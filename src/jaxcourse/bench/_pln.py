@@ -318,7 +318,9 @@ def compute_ratios(runs: list[MethodRun], floor: dict, *, size: str, target: flo
 
     P1: time for the fastest level to reach pyPLNmodels' final ELBO, over the time
         pyPLNmodels took to reach it (compile excluded).
-    P2: the smallest time per iteration of any level, over the measured floor.
+    P2: the time per iteration of the fastest level (the one that reaches pyPLNmodels' final
+        ELBO first; the cheapest iteration if none does), over the measured floor.
+        `P2_cheapest` is the same ratio for the level with the cheapest iteration.
     P3 (oaks only): time to come within 0.5 nats of the best known ELBO, fastest level over
         pyPLNmodels.
     """
@@ -334,8 +336,11 @@ def compute_ratios(runs: list[MethodRun], floor: dict, *, size: str, target: flo
     )
     if levels:
         cheapest = min(levels, key=lambda run: run.per_iteration_s)
-        ratios["P2"] = cheapest.per_iteration_s / floor["median_s"]
-        ratios["P2_level"] = cheapest.name
+        judged = fastest or cheapest
+        ratios["P2"] = judged.per_iteration_s / floor["median_s"]
+        ratios["P2_level"] = judged.name
+        ratios["P2_cheapest"] = cheapest.per_iteration_s / floor["median_s"]
+        ratios["P2_cheapest_level"] = cheapest.name
     ratios["P3"] = None
     if size == "oaks" and reference is not None:
         goal = BEST_KNOWN_ELBO_OAKS - 0.5
@@ -427,11 +432,18 @@ def summary_markdown(results: dict[str, Any]) -> str:
     runs = {run["name"]: run for run in results["runs"]}
     parts = [f"The floor measured on this machine is {1e3 * floor['median_s']:.3g} ms."]
     if ratios.get("P2_level"):
-        cheapest = runs[ratios["P2_level"]]
+        judged = runs[ratios["P2_level"]]
         parts.append(
-            f"The cheapest iteration is {cheapest['name']}'s, {1e3 * cheapest['per_iteration_s']:.3g} ms, "
-            f"or {ratios['P2']:.2f} floors."
+            f"An iteration of {judged['name']} takes {1e3 * judged['per_iteration_s']:.3g} ms, "
+            f"or {ratios['P2']:.2f} floors"
         )
+        if ratios["P2_cheapest_level"] != judged["name"]:
+            cheapest = runs[ratios["P2_cheapest_level"]]
+            parts[-1] += (
+                f"; the cheapest iteration is {cheapest['name']}'s, "
+                f"{1e3 * cheapest['per_iteration_s']:.3g} ms ({ratios['P2_cheapest']:.2f} floors)"
+            )
+        parts[-1] += "."
     reference = runs.get("pyPLNmodels")
     fastest = runs.get(ratios.get("fastest"))
     if fastest is None:

@@ -103,3 +103,46 @@ def check_rprop_step(rprop_step):
         "the sign to remember is 0 where the sign flipped (so that the next step neither grows "
         "nor shrinks), and sign(grad) elsewhere.",
     )
+
+
+@exercise_checker("a Newton step with momentum and restart")
+def check_momentum_update(momentum_update):
+    """`momentum_update(grad, curvature, velocity, momentum) -> new velocity` must follow
+    `optim.newton_momentum` with learning rate 1, for minimising a loss."""
+    from ..optim import NewtonMomentumState, newton_momentum
+
+    curvature = jnp.array([1.0, 2.0, 4.0, 0.5])
+    velocity = jnp.array([-0.5, 0.25, -1.0, 0.2])
+    downhill = jnp.array([0.5, -0.5, 0.2, 0.1])  # sum(g * v) = -0.555: keep the momentum
+    uphill = jnp.array([-1.0, 0.5, -0.3, -0.4])  # sum(g * v) = 0.845: restart
+    for name, grad in (("downhill", downhill), ("uphill", uphill)):
+        optimizer = newton_momentum(1.0, momentum=0.9)
+        expected, _ = optimizer.update(grad, NewtonMomentumState(velocity), curvature=curvature)
+        got = np.asarray(momentum_update(grad, curvature, velocity, 0.9), dtype=np.float64)
+        require(got.shape == expected.shape, f"return an array shaped like grad; got shape {got.shape}.")
+        if np.allclose(got, expected, atol=1e-6):
+            continue
+        newton = -np.asarray(grad / curvature)
+        require(
+            not np.allclose(got, -np.asarray(expected), atol=1e-6),
+            "your update has the wrong sign: it should go against the gradient of the loss.",
+        )
+        entrywise = np.where(np.asarray(grad * velocity) > 0, 0.0, 0.9 * np.asarray(velocity)) + newton
+        require(
+            not np.allclose(got, entrywise, atol=1e-6),
+            "the restart test is one number for the whole update, sum(grad * velocity), "
+            "not a test entry by entry.",
+        )
+        if name == "downhill":
+            require(
+                not np.allclose(got, newton, atol=1e-6),
+                "here sum(grad * velocity) < 0: the last update still points downhill, so carry "
+                "0.9 * velocity along with the Newton step -grad / curvature.",
+            )
+        else:
+            require(
+                not np.allclose(got, 0.9 * np.asarray(velocity) + newton, atol=1e-6),
+                "here sum(grad * velocity) > 0: the last update now points uphill, so drop the "
+                "momentum for this step and return just -grad / curvature.",
+            )
+        require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
