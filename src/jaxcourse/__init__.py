@@ -4,7 +4,7 @@ Subpackages and modules, one idea each:
     pln        the Poisson-lognormal case study (data, model maths, fitting levels)
     bench      honest timings, the environment they ran in, and the PLN benchmark
                (python -m jaxcourse.bench pln ...)
-    optim      Rprop exactly as torch runs it, and a Newton-Rprop variant, as optax transforms
+    optim      Rprop exactly as torch runs it, Newton-Rprop and Newton momentum, as optax transforms
     checks     exercise verdicts; `exercises` holds each chapter's checkers
     display    show package source in a chapter
     plotting   figures shared by chapters

@@ -1,6 +1,11 @@
-"""Rprop as an optax transformation that follows `torch.optim.Rprop` step for step.
+"""Optimizers for the PLN fits, as optax transformations.
 
-`optax.rprop` (0.2.8) applies each step one iteration late; `tests/test_rprop.py` shows it.
+* `rprop`: follows `torch.optim.Rprop` step for step. `optax.rprop` (0.2.8) applies each step
+  one iteration late; `tests/test_rprop.py` shows it.
+* `newton_rprop`: per-entry Newton steps whose lengths adapt by Rprop's rule.
+* `newton_momentum`: per-entry Newton steps with heavy-ball momentum and a restart.
+
+The two Newton variants take the per-entry curvature as the extra argument `curvature=`.
 """
 
 from __future__ import annotations
