@@ -86,3 +86,13 @@ def test_p2_judges_the_fastest_level_not_the_cheapest_iteration():
     assert ratios["P1"] == pytest.approx(0.05)
     assert ratios["P2"] == pytest.approx(2.0)
     assert (ratios["P2_cheapest_level"], ratios["P2_cheapest"]) == ("quick steps", pytest.approx(0.5))
+
+
+def test_compile_time_is_measured_even_after_an_earlier_compilation():
+    """A fit compiled before the benchmark must not show up as a zero compile time."""
+    from jaxcourse.pln import level5
+
+    data = _pln.load_size("tiny")
+    level5.fit(data, 8)  # compiles level 5 with the benchmark's settings
+    results = _pln.run_pln_benchmark("tiny", n_iter=8, methods=["level 5"])
+    assert results["runs"][0]["compile_s"] > 0
