@@ -17,12 +17,19 @@ def test_four_devices_are_simulated():
     assert jax.device_count() == 4
 
 
-def test_sharded_fit_equals_level5_in_float64(key):
-    """Split over 4 devices, the fit follows level 5's trace and ends at the same (M, S)."""
+@pytest.mark.parametrize(
+    "optimizer",
+    [level5.DEFAULT_OPTIMIZER, level5.NEWTON_RPROP, level5.NEWTON_MOMENTUM],
+    ids=["rprop", "newton-rprop", "newton-momentum"],
+)
+def test_sharded_fit_equals_level5_in_float64(key, optimizer):
+    """Split over 4 devices, the fit follows level 5's trace and ends at the same (M, S), with
+    every optimizer (Newton momentum's restart test is a sum over all samples, so it must
+    pass through the psum too)."""
     with jax.enable_x64(True):
         data = as_float64(simulate(64, 8, key=key, n_covariates=2).data)
-        single = level5.fit(data, 150, tol=1e-10)
-        sharded = level6.fit(data, 150, tol=1e-10)
+        single = level5.fit(data, 150, tol=1e-10, optimizer=optimizer)
+        sharded = level6.fit(data, 150, tol=1e-10, optimizer=optimizer)
         assert int(sharded.n_steps) == int(single.n_steps)
         np.testing.assert_allclose(np.asarray(sharded.elbo_trace), np.asarray(single.elbo_trace), rtol=1e-11)
         for ours, theirs in zip(sharded.variational, single.variational):

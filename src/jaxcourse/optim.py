@@ -208,6 +208,10 @@ def newton_momentum(
     sign, which shortens such a creep from hundreds of iterations to tens; the restart
     stops the accumulated velocity from overshooting once the direction changes.
 
+    When the parameters are split over devices (inside `shard_map`), pass the extra argument
+    `reduce=`, a function that sums a value over all devices (`lax.psum` over the mesh axis),
+    so that every device takes the same restart decision.
+
     Args:
         learning_rate: the fraction of the Newton step taken (1 is the full step).
         momentum: the fraction of the last update carried over, in [0, 1).
@@ -222,10 +226,12 @@ def newton_momentum(
     def init_fn(params):
         return NewtonMomentumState(velocity=jax.tree.map(jnp.zeros_like, params))
 
-    def update_fn(updates, state, params=None, *, curvature, **extra_args):
+    def update_fn(updates, state, params=None, *, curvature, reduce=None, **extra_args):
         del params, extra_args
         # sum(g * v), not vdot: XLA on CPU runs a vdot of two (n, p) arrays as a slow matrix product.
         slope = sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
+        if reduce is not None:  # the parameters are split over devices: sum the partial slopes
+            slope = reduce(slope)
         carried = jnp.where(restart & (slope > 0), 0.0, momentum)
         velocity = jax.tree.map(
             lambda g, c, v: (carried * v - learning_rate * g / c).astype(g.dtype), updates, curvature, state.velocity

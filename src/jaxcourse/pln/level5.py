@@ -195,8 +195,9 @@ def run_loop(
 
     Iteration k evaluates J at x_k, writes it to `trace[k]`, stops if
     |J_k - J_{k-w}| < w tol |J_k| (w = `TOL_WINDOW`) or k = n_iter - 1, and otherwise takes
-    the optimizer's step to x_{k+1}. The optimizer minimises -J; it gets `value=-J` and `curvature=` as extra
-    arguments, which plain optax transformations ignore.
+    the optimizer's step to x_{k+1}. The optimizer minimises -J; it gets `value=-J`, `curvature=` and
+    `reduce=` (for its own sums over samples) as extra arguments, which plain optax
+    transformations ignore.
 
     Returns:
         The last evaluated (M, S) and its closed-form (B, Sigma); the `(n_iter,)` trace, whose
@@ -222,7 +223,7 @@ def run_loop(
         done = converged | (state.step + 1 >= n_iter) | ~jnp.isfinite(elbo)
         descent = jax.tree.map(jnp.negative, evaluation.grad)
         updates, opt_state = transform.update(
-            descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature
+            descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature, reduce=reduce
         )
         # The last evaluated point is returned, so that trace[-1] is its ELBO.
         variational = jax.tree.map(
@@ -294,7 +295,7 @@ def fit(
         n_iter: the maximum number of iterations (static: a new value compiles anew).
         optimizer: any optax transformation, applied to the gradient of -J in (M, S).
             Those built with `optax.GradientTransformationExtraArgs` also get `curvature=`
-            (see `Evaluation`) and `value=`.
+            (see `Evaluation`), `value=` and `reduce=` (see `run_loop`).
         tol: stop when the ELBO changes by less than `tol` times its size per iteration,
             on average over the last `TOL_WINDOW` iterations; 0 runs all `n_iter`.
 
