@@ -71,6 +71,16 @@ def require(condition: bool, hint: str) -> None:
         raise CheckFailed(hint)
 
 
+def require_registered_pytree(obj, hint: str) -> list:
+    """Fails with `hint` if JAX sees `obj` as one opaque leaf (its class is not a registered
+    pytree); otherwise returns its leaves."""
+    import jax
+
+    leaves = jax.tree.leaves(obj)
+    require(not (len(leaves) == 1 and leaves[0] is obj), hint)
+    return leaves
+
+
 def exercise_checker(exercise: str) -> Callable:
     """Turns `check(answer, ...)`, which raises `CheckFailed` on a wrong answer, into a checker.
 

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import exercise_checker, require
+from ..checks import exercise_checker, require, require_registered_pytree
 
 
 def _spd_matrix(p: int, scale: float, seed: int) -> np.ndarray:
@@ -46,12 +46,12 @@ def check_pytree_container(container_cls):
     mean = jnp.arange(6.0).reshape(2, 3)
     sqrt_var = jnp.full((2, 3), 0.5)
     state = container_cls(latent_mean=mean, latent_sqrt_var=sqrt_var, name="oaks")
-    leaves, treedef = jax.tree.flatten(state)
-    require(
-        len(leaves) != 1 or leaves[0] is not state,
+    require_registered_pytree(
+        state,
         "JAX sees your class as a single opaque leaf: register it, e.g. with "
         "@jax.tree_util.register_pytree_node_class and tree_flatten/tree_unflatten.",
     )
+    leaves, treedef = jax.tree.flatten(state)
     require(
         len(leaves) == 2 and all(isinstance(leaf, jax.Array) for leaf in leaves),
         f"the leaves should be exactly the two arrays, got {len(leaves)} leaves. "

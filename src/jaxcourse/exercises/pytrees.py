@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..checks import exercise_checker, require
+from ..checks import exercise_checker, require, require_registered_pytree
 
 
 class _Linear(NamedTuple):
@@ -149,9 +149,8 @@ def check_standardizer(standardizer_cls) -> None:
     """
     mean, scale = jnp.array([1.0, 2.0, 3.0]), jnp.array([0.5, 1.0, 2.0])
     s = standardizer_cls(mean, scale, "height")
-    leaves = jax.tree.leaves(s)
-    require(
-        not (len(leaves) == 1 and leaves[0] is s),
+    leaves = require_registered_pytree(
+        s,
         "JAX sees the whole object as one leaf: the class is not registered. Decorate it with "
         "@jax.tree_util.register_pytree_node_class (and define tree_flatten/tree_unflatten).",
     )

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, exercise_checker, require
+from ..checks import CheckFailed, exercise_checker, require, require_registered_pytree
 from ..tracecount import count_traces
 
 _NON_HASHABLE_STATIC = "Non-hashable static arguments"
@@ -267,9 +267,8 @@ def check_polynomial_class(Polynomial: type) -> None:
     ]
 
     first = Polynomial(jnp.asarray(cubic))
-    leaves = jax.tree.leaves(first)
-    require(
-        not (len(leaves) == 1 and leaves[0] is first),
+    leaves = require_registered_pytree(
+        first,
         "JAX sees a Polynomial as one opaque leaf: register the class as a pytree, e.g. with "
         "@jax.tree_util.register_dataclass on a @dataclasses.dataclass.",
     )
