@@ -1,6 +1,5 @@
 """Checkers of the PLN benchmark chapter: reference solutions pass, typical mistakes get hints."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve

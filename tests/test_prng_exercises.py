@@ -2,7 +2,6 @@
 
 import jax
 import jax.numpy as jnp
-import pytest
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
 
