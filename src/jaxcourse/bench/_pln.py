@@ -436,17 +436,17 @@ def summary_markdown(results: dict[str, Any]) -> str:
     parts = [f"The floor measured on this machine is {1e3 * floor['median_s']:.3g} ms."]
     if ratios.get("P2_level"):
         judged = runs[ratios["P2_level"]]
-        parts.append(
+        sentence = (
             f"An iteration of {judged['name']} takes {1e3 * judged['per_iteration_s']:.3g} ms, "
             f"or {ratios['P2']:.2f} floors"
         )
         if ratios["P2_cheapest_level"] != judged["name"]:
             cheapest = runs[ratios["P2_cheapest_level"]]
-            parts[-1] += (
+            sentence += (
                 f"; the cheapest iteration is {cheapest['name']}'s, "
                 f"{1e3 * cheapest['per_iteration_s']:.3g} ms ({ratios['P2_cheapest']:.2f} floors)"
             )
-        parts[-1] += "."
+        parts.append(sentence + ".")
     reference = runs.get("pyPLNmodels")
     fastest = runs.get(ratios.get("fastest"))
     if fastest is None:

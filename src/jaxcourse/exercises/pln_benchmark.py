@@ -115,8 +115,8 @@ def check_momentum_update(momentum_update):
     velocity = jnp.array([-0.5, 0.25, -1.0, 0.2])
     downhill = jnp.array([0.5, -0.5, 0.2, 0.1])  # sum(g * v) = -0.555: keep the momentum
     uphill = jnp.array([-1.0, 0.5, -0.3, -0.4])  # sum(g * v) = 0.845: restart
+    optimizer = newton_momentum(1.0, momentum=0.9)
     for name, grad in (("downhill", downhill), ("uphill", uphill)):
-        optimizer = newton_momentum(1.0, momentum=0.9)
         expected, _ = optimizer.update(grad, NewtonMomentumState(velocity), curvature=curvature)
         got = np.asarray(momentum_update(grad, curvature, velocity, 0.9), dtype=np.float64)
         require(got.shape == expected.shape, f"return an array shaped like grad; got shape {got.shape}.")
