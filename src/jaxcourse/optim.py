@@ -16,6 +16,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from .reductions import total
+
 
 class RpropState(NamedTuple):
     """State of `scale_by_rprop`: one entry per parameter entry.
@@ -228,8 +230,7 @@ def newton_momentum(
 
     def update_fn(updates, state, params=None, *, curvature, reduce=None, **extra_args):
         del params, extra_args
-        # sum(g * v), not vdot: XLA on CPU runs a vdot of two (n, p) arrays as a slow matrix product.
-        slope = sum(jnp.sum(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
+        slope = sum(total(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
         if reduce is not None:  # the parameters are split over devices: sum the partial slopes
             slope = reduce(slope)
         carried = jnp.where(restart & (slope > 0), 0.0, momentum)

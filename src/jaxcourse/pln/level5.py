@@ -25,6 +25,7 @@ from jax.scipy.linalg import cho_solve
 from jax.scipy.special import gammaln
 
 from ..optim import newton_momentum, newton_rprop, rprop
+from ..reductions import column_sums, total
 from ._algorithm import FitResult, check_fit_arguments, init_variational
 from ._data import PLNData
 from ._model import ModelParams, Variational
@@ -145,8 +146,8 @@ def evaluate(
     residuals = mean - covariates @ coef
     poisson, scatter = reduce(
         (
-            jnp.sum(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(variance)),
-            residuals.T @ residuals + jnp.diag(jnp.sum(variance, axis=0)),
+            total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(variance)),
+            residuals.T @ residuals + jnp.diag(column_sums(variance)),
         )
     )
     n_samples = problem.n_samples
