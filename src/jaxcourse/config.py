@@ -1,4 +1,5 @@
-"""Problem sizes chosen by device, so every page runs on a CPU laptop and at full size on a GPU."""
+"""Problem sizes chosen by device, so every page runs on a CPU laptop and at full size on a GPU;
+and the thread limit for BLAS and LAPACK that large CPU fits need."""
 
 from __future__ import annotations
 
@@ -15,6 +16,47 @@ def on_accelerator() -> bool:
 def by_device(*, cpu, accelerator):
     """Returns `accelerator` on a GPU/TPU and `cpu` otherwise."""
     return accelerator if on_accelerator() else cpu
+
+
+def limit_blas_threads(limit: int = 1):
+    """Lets the BLAS and LAPACK libraries in this process use at most `limit` threads.
+
+    On a CPU, JAX runs small factorisations such as `jnp.linalg.cholesky` and triangular
+    solves by calling the LAPACK that SciPy ships (OpenBLAS). After each call, OpenBLAS keeps
+    its worker threads spinning for a while, waiting for more work. A loop that factorises a
+    matrix at every iteration therefore keeps a core busy with waiting threads, the core
+    that XLA's own threads need for the large array operations of the same iteration. With
+    one LAPACK thread nothing waits; small problems, which leave a core idle anyway, lose a
+    little. The benchmark chapter measures both cases.
+
+    Args:
+        limit: the most threads BLAS and LAPACK may use, at least 1.
+
+    Returns:
+        The `threadpoolctl.threadpool_limits` object. The limit holds until its
+        `restore_original_limits()` is called or, used as a context manager, until its block ends.
+    """
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"limit must be an int, got {type(limit).__name__}.")
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, got {limit}.")
+    # JAX loads SciPy's LAPACK at its first factorisation; load it now, so that the limit
+    # reaches it (threadpoolctl changes only the libraries already loaded).
+    import scipy.linalg.cython_lapack  # noqa: F401
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=limit, user_api="blas")
+
+
+def blas_threads() -> dict[str, int]:
+    """The thread limit of each BLAS/LAPACK library loaded in this process, by file name."""
+    from threadpoolctl import threadpool_info
+
+    return {
+        info["filepath"].rsplit("/", 1)[-1]: info["num_threads"]
+        for info in threadpool_info()
+        if info["user_api"] == "blas"
+    }
 
 
 class PLNSizes(NamedTuple):

@@ -27,7 +27,12 @@ def _pln(args) -> int:
 
     methods = args.methods.split(",") if args.methods else None
     results = run_pln_benchmark(
-        args.size, n_iter=args.n_iter, repeat=args.repeat, methods=methods, progress=progress
+        args.size,
+        n_iter=args.n_iter,
+        repeat=args.repeat,
+        methods=methods,
+        blas_threads=args.blas_threads or None,
+        progress=progress,
     )
     if args.out:
         out = Path(args.out)
@@ -44,6 +49,7 @@ def _pln(args) -> int:
             print(f"note: {run['name']}: {run['note']}")
     env = results["environment"]
     print(f"device: {env['device']} ({env['backend']}), jax {env['jax']}, " + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if k != "jax"))
+    print("BLAS/LAPACK threads: " + ", ".join(f"{name} {n}" for name, n in results["blas_threads"].items()))
     print(summary_line(results))
     return 0
 
@@ -59,6 +65,9 @@ def main(argv: list[str] | None = None) -> int:
     pln.add_argument("--n-iter", type=int, default=600, help="iteration budget of levels 0-6 (pyPLNmodels runs its default 400)")
     pln.add_argument("--out", help="JSON file to write (a .csv of the curves goes next to it)")
     pln.add_argument("--methods", help="comma-separated subset of: " + ", ".join(default_methods()))
+    pln.add_argument(
+        "--blas-threads", type=int, default=1, help="most threads for BLAS/LAPACK (default 1; 0 leaves them as they are)"
+    )
     pln.add_argument("--devices", type=int, help="simulated CPU devices for level 6 (set before JAX starts)")
     args = parser.parse_args(argv)
     return _pln(args)

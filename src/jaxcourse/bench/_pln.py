@@ -8,6 +8,7 @@ says `stirling` (pyPLNmodels' convention: exact + `stirling_correction(counts)`)
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import math
 from importlib import metadata
@@ -17,6 +18,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from ..config import blas_threads as current_blas_threads
+from ..config import limit_blas_threads
 from ._environment import environment
 from ..tracecount import count_compilations
 from ._timing import time_call
@@ -198,6 +201,7 @@ def run_pln_benchmark(
     repeat: int = 1,
     methods: list[str] | None = None,
     level0_max_iter: int | None = None,
+    blas_threads: int | None = 1,
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Runs the PLN levels and pyPLNmodels on one data set and returns everything measured.
@@ -218,12 +222,22 @@ def run_pln_benchmark(
         methods: a subset of `default_methods()`.
         level0_max_iter: at most this many iterations for the eager level 0 (by default
             `LEVEL0_MAX_ITER_LARGE` above `LARGE_N_SAMPLES` samples, else `n_iter`).
+        blas_threads: the most threads BLAS and LAPACK may use while the benchmark runs
+            (`config.limit_blas_threads`; pyPLNmodels' torch uses its own libraries), or None
+            to leave the process as it is.
         progress: called with a short message as each method starts (e.g. print to stderr).
 
     Returns:
-        A JSON-ready dict: `environment`, `versions`, sizes, `floor`, `target_elbo`,
-        `runs` (one dict per method, with `times_s` and `elbo` lists), and `ratios`.
+        A JSON-ready dict: `environment`, `versions`, `blas_threads` (per library), sizes,
+        `floor`, `target_elbo`, `runs` (one dict per method, with `times_s` and `elbo`
+        lists), and `ratios`.
     """
+    limit = contextlib.nullcontext() if blas_threads is None else limit_blas_threads(blas_threads)
+    with limit:
+        return _run_pln_benchmark(size, n_iter, repeat, methods, level0_max_iter, progress)
+
+
+def _run_pln_benchmark(size, n_iter, repeat, methods, level0_max_iter, progress) -> dict[str, Any]:
     from .. import optim
     from ..pln import level0, level1, level2, level3, level4, level5, level6, stirling_correction
 
@@ -302,6 +316,7 @@ def run_pln_benchmark(
         "floor": floor,
         "environment": environment(),
         "versions": _versions(),
+        "blas_threads": current_blas_threads(),
         "runs": [_run_as_dict(run, correction) for run in runs],
         "ratios": compute_ratios(runs, floor, size=size, target=target),
     }
