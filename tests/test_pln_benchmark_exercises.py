@@ -192,3 +192,37 @@ def test_momentum_update_plain_newton_fails():
 
     verdict = exercises.check_momentum_update(plain)
     assert not verdict and "carry" in verdict.message
+
+
+# --- exercise 5: column sums as a matrix product --------------------------------------------------
+def test_column_sums_reference_passes():
+    """ones @ x passes."""
+    assert exercises.check_column_sums(lambda x: jnp.ones(x.shape[0], x.dtype) @ x)
+
+
+def test_column_sums_with_jnp_sum_fails():
+    """Right numbers from jnp.sum are not the exercise: the hint asks for a product with ones."""
+    verdict = exercises.check_column_sums(lambda x: jnp.sum(x, axis=0))
+    assert not verdict and "vector of ones" in verdict.message
+
+
+def test_column_sums_row_sums_fail():
+    """x @ ones gives one sum per row; the hint says so."""
+    verdict = exercises.check_column_sums(lambda x: x @ jnp.ones(x.shape[1], x.dtype))
+    assert not verdict and "row sums" in verdict.message
+
+
+def test_column_sums_wrong_length_of_ones_fails():
+    """A ones vector with one entry per column does not fit the product; the hint gives its length."""
+    verdict = exercises.check_column_sums(lambda x: jnp.ones(x.shape[1], x.dtype) @ x)
+    assert not verdict and "x.shape[0]" in verdict.message
+
+
+def test_column_sums_stub_is_not_yet():
+    """The stub gets 'no answer yet'."""
+
+    def stub(x):
+        raise NotImplementedError
+
+    verdict = exercises.check_column_sums(stub)
+    assert not verdict and "no answer yet" in verdict.message

@@ -146,3 +146,34 @@ def check_momentum_update(momentum_update):
                 "momentum for this step and return just -grad / curvature.",
             )
         require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
+
+
+@exercise_checker("column sums as a matrix product")
+def check_column_sums(column_sums):
+    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x`, computed by a matrix-vector product."""
+    x = jnp.asarray(np.random.default_rng(5).normal(size=(37, 5)), jnp.float32)
+    try:
+        got = column_sums(x)
+    except TypeError as error:
+        require(
+            "dot_general" not in str(error) and "matmul" not in str(error),
+            f"the shapes do not fit a product ({str(error)[:120]}): the vector of ones needs one "
+            "entry per row of x, x.shape[0].",
+        )
+        raise
+    require(got is not None, "return the column sums.")
+    got = np.asarray(got)
+    expected = np.asarray(x, np.float64).sum(axis=0)
+    require(
+        got.shape != (x.shape[0],),
+        f"you returned {x.shape[0]} numbers, one per row: those are row sums (x @ ones). "
+        "Column sums need the vector of ones on the other side.",
+    )
+    require(got.shape == expected.shape, f"expected shape {expected.shape} (one sum per column), got {got.shape}.")
+    require(np.allclose(got, expected, rtol=1e-5, atol=1e-5), f"expected {expected}, got {got}.")
+    primitives = {equation.primitive.name for equation in jax.make_jaxpr(column_sums)(x).jaxpr.eqns}
+    require(
+        "dot_general" in primitives and "reduce_sum" not in primitives,
+        "the numbers are right, but the point is how they are computed: write the sum as a "
+        "product with a vector of ones, so that XLA hands it to its matrix library, without jnp.sum.",
+    )
