@@ -3,8 +3,8 @@
 XLA on CPU compiles a reduction such as `jnp.sum(a * b)` over an `(n, p)` array into a loop
 of its own, while a product with a vector of ones goes to the tuned matrix library that also
 runs `a @ b`. On the 2-core CPU the course is developed on, the product is several times
-faster for the `(n, p)` sums of the PLN loop (the benchmark chapter times both). The results
-agree to float rounding; on a GPU both forms are fast.
+faster for the `(n, p)` sums of the PLN loop (the benchmark chapter times both; elsewhere the
+balance can differ). The results agree to float rounding.
 """
 
 from __future__ import annotations
