@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from jaxcourse.pln import (
+    as_float64,
     DEFAULT_OPTIMIZER,
     Variational,
     init_variational,
@@ -25,10 +26,6 @@ BEST_KNOWN_STIRLING = -31456.36
 @pytest.fixture(scope="module")
 def oaks():
     return load_oaks()
-
-
-def as_float64(tree):
-    return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), tree)
 
 
 def wobbly_start(data):

@@ -1,15 +1,10 @@
 """Level 6: the level-5 fit split over 4 simulated devices, and vmapped restarts / data sets."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcourse.pln import level5, level6, load_oaks, simulate
-
-
-def as_float64(tree):
-    return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), tree)
+from jaxcourse.pln import as_float64, level5, level6, load_oaks, simulate
 
 
 def test_four_devices_are_simulated():

@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcourse.pln import LEVELS, PLNData, load_oaks, make_data, simulate
+from jaxcourse.pln import LEVELS, PLNData, as_float64, load_oaks, make_data, simulate
 
 
 def test_load_oaks_shapes_and_dtypes():
@@ -93,3 +93,19 @@ def test_fit_rejects_bad_n_iter(level, n_iter, error):
 def test_fit_rejects_raw_arrays(level):
     with pytest.raises(TypeError, match="PLNData"):
         LEVELS[level].fit((GOOD, GOOD, GOOD), 3)
+
+
+def test_as_float64_converts_every_array():
+    """Inside enable_x64, every array of a PLNData becomes float64 with the same values."""
+    data = simulate(6, 3, key=jax.random.key(0)).data
+    with jax.enable_x64(True):
+        data64 = as_float64(data)
+    assert all(leaf.dtype == jnp.float64 for leaf in jax.tree.leaves(data64))
+    for leaf32, leaf64 in zip(jax.tree.leaves(data), jax.tree.leaves(data64)):
+        np.testing.assert_array_equal(np.asarray(leaf64), np.asarray(leaf32, np.float64))
+
+
+def test_as_float64_outside_x64_is_a_clear_error():
+    """Without float64 enabled JAX would keep float32 silently; as_float64 says so instead."""
+    with pytest.raises(RuntimeError, match="enable_x64"):
+        as_float64(simulate(6, 3, key=jax.random.key(0)).data)

@@ -99,12 +99,10 @@ def load_size(size: str):
 
 def float64_profiled_elbo(data, variational) -> float:
     """The profiled ELBO (exact convention) of `variational`, evaluated in float64."""
-    from ..pln import Variational, profiled_elbo
+    from ..pln import Variational, as_float64, profiled_elbo
 
-    with jax.enable_x64(True):
-        as64 = lambda a: jnp.asarray(np.asarray(a), jnp.float64)  # noqa: E731
-        data64 = jax.tree.map(as64, data)
-        return float(profiled_elbo(data64, Variational(*map(as64, variational))))
+    with jax.enable_x64(True):  # any pair (M, S), e.g. pyPLNmodels' as a tuple
+        return float(profiled_elbo(as_float64(data), Variational(*as_float64(tuple(variational)))))
 
 
 def first_time_at_least(

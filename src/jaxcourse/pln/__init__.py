@@ -20,6 +20,7 @@ from ._algorithm import init_variational as init_variational
 from ._algorithm import negative_elbo as negative_elbo
 from ._algorithm import update_step as update_step
 from ._data import PLNData as PLNData
+from ._data import as_float64 as as_float64
 from ._data import Simulation as Simulation
 from ._data import load_oaks as load_oaks
 from ._data import make_data as make_data

@@ -51,6 +51,20 @@ class Simulation(NamedTuple):
     covariance: jax.Array
 
 
+def as_float64(tree):
+    """The arrays of `tree` (a `PLNData`, a `Variational`, a tuple ...) as float64, gathered
+    onto the default device (so that arrays split over devices, as level 6 returns them, work too).
+
+    Call it inside `with jax.enable_x64(True):`; outside, JAX would silently keep float32.
+
+    Raises:
+        RuntimeError: float64 is not enabled.
+    """
+    if jax.dtypes.canonicalize_dtype(jnp.float64) != np.float64:
+        raise RuntimeError("as_float64 needs float64 enabled: call it inside `with jax.enable_x64(True):`.")
+    return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), tree)
+
+
 def _as_float_matrix(name: str, value) -> np.ndarray:
     """Converts `value` to a 2-D float64 NumPy array, or raises a clear error."""
     if isinstance(value, (str, bytes)) or value is None:
