@@ -19,6 +19,30 @@ import optax
 from .reductions import total
 
 
+def _check_etas(etas: tuple[float, float]) -> None:
+    if not 0.0 < etas[0] < 1.0 < etas[1]:
+        raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
+
+
+def _adapt(grad, prev_sign, size, etas, bounds):
+    """Rprop's rule, entry by entry: returns the new size (times `etas[1]` while the sign of
+    `grad` stays, times `etas[0]` when it flips, clipped to `bounds`), whether the entry
+    moves (not right after a flip), and the int8 sign to remember (0 after a flip)."""
+    sign = jnp.sign(grad).astype(jnp.int8)
+    agree = sign * prev_sign
+    factor = jnp.where(agree > 0, etas[1], jnp.where(agree < 0, etas[0], 1.0))
+    size = jnp.clip(size * factor, *bounds).astype(size.dtype)
+    moves = agree >= 0
+    return size, moves, jnp.where(moves, sign, jnp.int8(0))
+
+
+def _map_unzip(fn, tree, *rest):
+    """`jax.tree.map(fn, tree, *rest)` for an `fn` that returns a tuple: a tuple of trees."""
+    out = jax.tree.map(fn, tree, *rest)
+    treedef = jax.tree.structure(tree)
+    return tuple(treedef.unflatten(part) for part in zip(*treedef.flatten_up_to(out)))
+
+
 class RpropState(NamedTuple):
     """State of `scale_by_rprop`: one entry per parameter entry.
 
@@ -63,10 +87,8 @@ def scale_by_rprop(
     multiplying the signs instead gives the same answer except where that product
     underflows to zero in floating point, which torch then reads as "no information".
     """
-    eta_minus, eta_plus = etas
+    _check_etas(etas)
     min_step, max_step = step_sizes
-    if not 0.0 < eta_minus < 1.0 < eta_plus:
-        raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
     if not 0.0 <= min_step <= max_step:
         raise ValueError(f"step_sizes must satisfy 0 <= min <= max, got {step_sizes}.")
     if learning_rate < 0:
@@ -80,19 +102,13 @@ def scale_by_rprop(
 
     def update_fn(updates, state, params=None):
         del params
-        signs = jax.tree.map(lambda g: jnp.sign(g).astype(jnp.int8), updates)
-        agreement = jax.tree.map(jnp.multiply, signs, state.prev_signs)
 
-        def new_step(agree, step):
-            factor = jnp.where(agree > 0, eta_plus, jnp.where(agree < 0, eta_minus, 1.0))
-            return jnp.clip(step * factor, min_step, max_step).astype(step.dtype)
+        def one(g, step, prev):
+            step, moves, sign = _adapt(g, prev, step, etas, step_sizes)
+            # After a sign change the entry stays put (its remembered sign is 0).
+            return -sign.astype(step.dtype) * step, step, sign
 
-        steps = jax.tree.map(new_step, agreement, state.step_sizes)
-        # After a sign change the entry stays put and its gradient counts as zero.
-        signs = jax.tree.map(
-            lambda agree, s: jnp.where(agree < 0, jnp.int8(0), s), agreement, signs
-        )
-        new_updates = jax.tree.map(lambda s, step: -s.astype(step.dtype) * step, signs, steps)
+        new_updates, steps, signs = _map_unzip(one, updates, state.step_sizes, state.prev_signs)
         return new_updates, RpropState(steps, signs)
 
     return optax.GradientTransformation(init_fn, update_fn)
@@ -152,10 +168,7 @@ def newton_rprop(
     geometrically, as Rprop's step does. Unlike Rprop's step, the Newton step shrinks with
     the gradient, so the last iterations do not oscillate at a fixed step size.
     """
-    eta_minus, eta_plus = etas
-    low, high = multipliers
-    if not 0.0 < eta_minus < 1.0 < eta_plus:
-        raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
+    _check_etas(etas)
 
     def init_fn(params):
         return NewtonRpropState(
@@ -167,19 +180,10 @@ def newton_rprop(
         del params, extra_args
 
         def one(g, c, eta, prev):
-            sign = jnp.sign(g).astype(jnp.int8)
-            agree = sign * prev
-            eta = jnp.clip(
-                eta * jnp.where(agree > 0, eta_plus, jnp.where(agree < 0, eta_minus, 1.0)), low, high
-            ).astype(eta.dtype)
-            moves = agree >= 0
-            return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, jnp.where(moves, sign, jnp.int8(0))
+            eta, moves, sign = _adapt(g, prev, eta, etas, multipliers)
+            return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, sign
 
-        out = jax.tree.map(one, updates, curvature, state.multipliers, state.prev_signs)
-        treedef = jax.tree.structure(updates)
-        new_updates, etas_, signs = (
-            treedef.unflatten(part) for part in zip(*treedef.flatten_up_to(out))
-        )
+        new_updates, etas_, signs = _map_unzip(one, updates, curvature, state.multipliers, state.prev_signs)
         return new_updates, NewtonRpropState(etas_, signs)
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
