@@ -24,10 +24,21 @@ def _check_etas(etas: tuple[float, float]) -> None:
         raise ValueError(f"etas must satisfy 0 < etas[0] < 1 < etas[1], got {etas}.")
 
 
-def _adapt(grad, prev_sign, size, etas, bounds):
-    """Rprop's rule, entry by entry: returns the new size (times `etas[1]` while the sign of
-    `grad` stays, times `etas[0]` when it flips, clipped to `bounds`), whether the entry
-    moves (not right after a flip), and the int8 sign to remember (0 after a flip)."""
+def rprop_rule(grad, prev_sign, size, etas, bounds):
+    """Rprop's rule, entry by entry, shared by `rprop` and `newton_rprop`.
+
+    Args:
+        grad: the gradient.
+        prev_sign: the int8 sign remembered from the last step (0 at the start, and after a flip).
+        size: the current step size (or step multiplier) of every entry.
+        etas: (shrink, grow) factors.
+        bounds: (smallest, largest) size.
+
+    Returns:
+        The new size (times `etas[1]` while the sign of `grad` stays, times `etas[0]` when it
+        flips, clipped to `bounds`), whether each entry moves (not right after a flip), and
+        the int8 sign to remember (0 after a flip, so the next step neither grows nor shrinks).
+    """
     sign = jnp.sign(grad).astype(jnp.int8)
     agree = sign * prev_sign
     factor = jnp.where(agree > 0, etas[1], jnp.where(agree < 0, etas[0], 1.0))
@@ -104,7 +115,7 @@ def scale_by_rprop(
         del params
 
         def one(g, step, prev):
-            step, moves, sign = _adapt(g, prev, step, etas, step_sizes)
+            step, _, sign = rprop_rule(g, prev, step, etas, step_sizes)
             # After a sign change the entry stays put (its remembered sign is 0).
             return -sign.astype(step.dtype) * step, step, sign
 
@@ -180,7 +191,7 @@ def newton_rprop(
         del params, extra_args
 
         def one(g, c, eta, prev):
-            eta, moves, sign = _adapt(g, prev, eta, etas, multipliers)
+            eta, moves, sign = rprop_rule(g, prev, eta, etas, multipliers)
             return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, sign
 
         new_updates, etas_, signs = _map_unzip(one, updates, curvature, state.multipliers, state.prev_signs)

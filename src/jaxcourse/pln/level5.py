@@ -119,6 +119,20 @@ class Evaluation(NamedTuple):
     params: ModelParams
 
 
+def poisson_sum(problem: Problem, variational: Variational) -> jax.Array:
+    """The Poisson part of the ELBO without its data constant, over the rows of `problem`:
+
+        sum [Y (M + O - log Y) + Y - A + log|S|],    A = exp(O + M + S^2/2),
+
+    whose terms are small near the optimum (add `problem.log_factorial_constant` for the
+    whole Poisson part; see `Problem`)."""
+    counts, offsets, shifted_offsets = problem[:3]
+    mean, sqrt_var = variational
+    variance = jnp.square(sqrt_var)
+    rate = jnp.exp(offsets + mean + 0.5 * variance)
+    return total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(variance))
+
+
 def _no_reduction(tree):
     return tree
 
@@ -138,7 +152,7 @@ def evaluate(
     Returns:
         An `Evaluation`; equal to `profiled_elbo` and `jax.grad(profiled_elbo)`.
     """
-    counts, offsets, shifted_offsets, covariates = problem[:4]
+    counts, offsets, _, covariates = problem[:4]
     mean, sqrt_var = variational
     variance = jnp.square(sqrt_var)
     rate = jnp.exp(offsets + mean + 0.5 * variance)
@@ -146,7 +160,7 @@ def evaluate(
     residuals = mean - covariates @ coef
     poisson, scatter = reduce(
         (
-            total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(variance)),
+            poisson_sum(problem, variational),  # its exp is the one above, computed once under jit
             residuals.T @ residuals + jnp.diag(column_sums(variance)),
         )
     )
