@@ -22,7 +22,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jax.scipy.linalg import cho_solve
-from jax.scipy.special import gammaln
+from scipy.special import gammaln  # NumPy float64: the constant must not be rounded to float32
 
 from ..optim import newton_momentum, newton_rprop, rprop
 from ..reductions import column_sums, total
