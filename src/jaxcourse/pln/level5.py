@@ -83,20 +83,36 @@ class Problem(NamedTuple):
     n_samples: jax.Array
 
 
+def log_factorial_constant(counts) -> float:
+    """sum(Y log Y - Y - log Y!) over all entries of the whole-number `counts`, in float64.
+
+    Summed over the distinct count values, each term times how often it occurs (a histogram
+    of the counts), rather than entry by entry: the same float64 sum, about ten times faster
+    at oaks x 100 size. Entry by entry when the largest count is too large for a histogram.
+    """
+    counts = np.asarray(counts)
+    if counts.size and counts.max() <= max(counts.size, 1024):
+        occurrences = np.bincount(counts.astype(np.int64).ravel())
+        values = np.arange(occurrences.size, dtype=np.float64)
+    else:
+        values = counts.astype(np.float64).ravel()
+        occurrences = np.ones_like(values)
+    log_values = np.log(np.maximum(values, 1.0))  # Y log Y is 0 at Y = 0
+    return float(occurrences @ (values * log_values - values - gammaln(values + 1.0)))
+
+
 def prepare(data: PLNData) -> Problem:
     """The `Problem` for concrete `data` (not under `jit`: the constant is summed in NumPy)."""
-    counts = np.asarray(data.counts, dtype=np.float64)
-    log_counts = np.log(np.where(counts > 0, counts, 1.0))
-    constant = np.sum(counts * log_counts - counts - gammaln(counts + 1.0))
+    counts = data.counts
     covariates = np.asarray(data.covariates, dtype=np.float64)
-    dtype = data.counts.dtype
+    dtype = counts.dtype
     return Problem(
-        counts=data.counts,
+        counts=counts,
         offsets=data.offsets,
-        shifted_offsets=jnp.asarray(np.asarray(data.offsets, np.float64) - log_counts, dtype),
+        shifted_offsets=data.offsets - jnp.log(jnp.where(counts > 0, counts, 1.0)),
         covariates=data.covariates,
         gram_inverse=jnp.asarray(np.linalg.inv(covariates.T @ covariates), dtype),
-        log_factorial_constant=jnp.asarray(constant, dtype),
+        log_factorial_constant=jnp.asarray(log_factorial_constant(counts), dtype),
         n_samples=jnp.asarray(counts.shape[0], dtype),
     )
 
