@@ -148,17 +148,29 @@ def check_momentum_update(momentum_update):
         require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
 
 
-@exercise_checker("column sums as a matrix product")
+COLUMN_BLOCK = 128
+"""Rows per block in the column-sums exercise; the checker's arrays have a multiple of it."""
+
+FUSION_SHAPE = (12_800, 114)
+"""The size at which the column-sums checker asks XLA what it writes: 100 blocks of 128 rows,
+about the size of oaks stacked 100 times."""
+
+
+@exercise_checker("column sums in one loop")
 def check_column_sums(column_sums):
-    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x`, computed by a matrix-vector product."""
-    x = jnp.asarray(np.random.default_rng(5).normal(size=(37, 5)), jnp.float32)
+    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x` whose rows are a multiple of 128,
+    computed so that for `x = a * b` XLA writes no `(n, p)` array to memory."""
+    from ..hlo import intermediate_arrays
+
+    x = jnp.asarray(np.random.default_rng(5).normal(size=(2 * COLUMN_BLOCK, 5)), jnp.float32)
     try:
         got = column_sums(x)
-    except TypeError as error:
+    except (TypeError, ValueError) as error:
+        shape_words = ("dot_general", "matmul", "does not match previous terms")
         require(
-            "dot_general" not in str(error) and "matmul" not in str(error),
+            not any(word in str(error) for word in shape_words),
             f"the shapes do not fit a product ({str(error)[:120]}): the vector of ones needs one "
-            "entry per row of x, x.shape[0].",
+            "entry per row it adds up, 128 for a block of 128 rows.",
         )
         raise
     require(got is not None, "return the column sums.")
@@ -166,14 +178,24 @@ def check_column_sums(column_sums):
     expected = np.asarray(x, np.float64).sum(axis=0)
     require(
         got.shape != (x.shape[0],),
-        f"you returned {x.shape[0]} numbers, one per row: those are row sums (x @ ones). "
-        "Column sums need the vector of ones on the other side.",
+        f"you returned {x.shape[0]} numbers, one per row: those are row sums. Column sums add "
+        "over the rows, one number per column.",
     )
     require(got.shape == expected.shape, f"expected shape {expected.shape} (one sum per column), got {got.shape}.")
     require(np.allclose(got, expected, rtol=1e-5, atol=1e-5), f"expected {expected}, got {got}.")
-    primitives = {equation.primitive.name for equation in jax.make_jaxpr(column_sums)(x).jaxpr.eqns}
-    require(
-        "dot_general" in primitives and "reduce_sum" not in primitives,
-        "the numbers are right, but the point is how they are computed: write the sum as a "
-        "product with a vector of ones, so that XLA hands it to its matrix library, without jnp.sum.",
-    )
+    operands = [jax.ShapeDtypeStruct(FUSION_SHAPE, jnp.float32)] * 2
+    written = intermediate_arrays(lambda a, b: column_sums(a * b), *operands, shape=FUSION_SHAPE)
+    if written:
+        primitives = {eq.primitive.name for eq in jax.make_jaxpr(column_sums)(operands[0]).jaxpr.eqns}
+        require(
+            "dot_general" in primitives,
+            "the numbers are right, but for x = a * b XLA writes a * b to memory before it sums "
+            "(jnp.sum compiles into two loops). Use a product with a vector of ones instead.",
+        )
+        require(
+            False,
+            "the numbers are right, but for x = a * b XLA still writes a * b to memory: at this "
+            f"size it hands ones @ x to its matrix library (it wrote {written}). Cut the rows into "
+            "blocks, x.reshape(-1, 128, x.shape[1]), sum every block with jnp.einsum and a vector "
+            "of 128 ones, then add up the block sums.",
+        )
