@@ -50,3 +50,9 @@ def test_loop_bodies_are_searched():
         return jax.lax.fori_loop(0, 3, lambda i, y: jnp.exp(y) @ jnp.eye(SHAPE[1]), x)
 
     assert len(intermediate_arrays(loop, jax.ShapeDtypeStruct(SHAPE, jnp.float32), shape=SHAPE)) >= 1
+
+
+def test_small_arrays_fuse_ones_on_the_left_too():
+    """The chapter's caveat: whether XLA fuses `ones @ (a * b)` depends on the size."""
+    small = tuple(jax.ShapeDtypeStruct((300, 20), jnp.float32) for _ in range(2))
+    assert intermediate_arrays(lambda a, b: jnp.ones(300) @ (a * b), *small, shape=(300, 20)) == []
