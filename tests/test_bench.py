@@ -42,6 +42,19 @@ def test_harness_records_floor_environment_and_ratios(tiny_results):
     assert "P1=" in _pln.summary_line(tiny_results)
 
 
+def test_sparsely_monitored_run_keeps_only_computed_elbos():
+    """Newton momentum computes its ELBO every `MONITOR_EVERY` iterations: its curve
+    has a point at each of those (and at the last), all finite, at the times they were reached."""
+    every = _pln.MONITOR_EVERY
+    results = _pln.run_pln_benchmark("tiny", n_iter=4 * every + 2, methods=["level 5 + Newton momentum"])
+    (run,) = results["runs"]
+    n_points = len(range(0, run["n_steps"] - 1, every)) + 1
+    assert len(run["elbo"]) == len(run["times_s"]) == n_points < run["n_steps"]
+    assert np.all(np.isfinite(run["elbo"])) and np.all(np.diff(run["times_s"]) > 0)
+    assert run["times_s"][-1] == pytest.approx(run["per_iteration_s"] * run["n_steps"])
+    assert f"every {every}" in run["optimizer"]
+
+
 def test_time_to_target_is_the_first_crossing():
     """first_time_at_least picks the first time the trace reaches the target, None if never."""
     elbo, times = np.array([-5.0, -3.0, -4.0, -1.0]), np.array([0.1, 0.2, 0.3, 0.4])

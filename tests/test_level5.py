@@ -221,3 +221,43 @@ def test_bad_tol_is_rejected(oaks, tol, error):
     """A negative, NaN or non-numeric tol is an error, not a silent never-stopping loop."""
     with pytest.raises(error, match="tol"):
         level5.fit(oaks, 5, tol=tol)
+
+
+def test_monitor_every_computes_the_elbo_at_multiples_only(oaks):
+    """With monitor_every=5 the iterates are those of monitor_every=1; the trace has the same
+    ELBOs at multiples of 5 and at the last iteration (that of the returned parameters), and
+    NaN in between."""
+    every = level5.fit(oaks, 23, optimizer=level5.NEWTON_MOMENTUM, tol=0.0)
+    sparse = level5.fit(oaks, 23, optimizer=level5.NEWTON_MOMENTUM, tol=0.0, monitor_every=5)
+    dense_trace, sparse_trace = np.asarray(every.elbo_trace), np.asarray(sparse.elbo_trace)
+    computed = np.isfinite(sparse_trace)
+    assert np.flatnonzero(computed).tolist() == [0, 5, 10, 15, 20, 22]
+    np.testing.assert_allclose(sparse_trace[computed], dense_trace[computed], rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(sparse.variational.latent_mean), np.asarray(every.variational.latent_mean), rtol=1e-6, atol=1e-6
+    )
+
+
+def test_monitor_every_stops_at_a_computed_elbo(oaks):
+    """The tolerance test runs where the ELBO is computed: the loop stops at a multiple of
+    monitor_every, and the padded trace repeats that ELBO."""
+    result = level5.fit(oaks, 600, optimizer=level5.NEWTON_MOMENTUM, tol=1e-6, monitor_every=10)
+    n_steps = int(result.n_steps)
+    assert level5.TOL_WINDOW < n_steps < 600 and (n_steps - 1) % 10 == 0
+    trace = np.asarray(result.elbo_trace)
+    assert np.all(trace[n_steps - 1 :] == trace[-1]) and np.isfinite(trace[-1])
+
+
+def test_monitor_every_jit_equals_eager(key):
+    """The `lax.cond` that skips the ELBO runs the same op by op."""
+    data = simulate(30, 5, key=key).data
+    compiled = level5.fit(data, 12, tol=0.0, monitor_every=5)
+    with jax.disable_jit():
+        eager = level5.fit(data, 12, tol=0.0, monitor_every=5)
+    np.testing.assert_allclose(np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5)
+
+
+@pytest.mark.parametrize("monitor_every, error", [(0, ValueError), (7, ValueError), (2.0, TypeError), (True, TypeError)])
+def test_monitor_every_must_divide_the_tolerance_window(oaks, monitor_every, error):
+    with pytest.raises(error, match="monitor_every"):
+        level5.fit(oaks, 10, monitor_every=monitor_every)

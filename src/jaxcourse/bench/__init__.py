@@ -5,6 +5,7 @@ from ._environment import environment_line as environment_line
 from ._timing import Timing as Timing
 from ._timing import time_call as time_call
 from ._timing import timings_table as timings_table
+from ._pln import MONITOR_EVERY as MONITOR_EVERY
 from ._pln import first_time_at_least as first_time_at_least
 from ._pln import float64_profiled_elbo as float64_profiled_elbo
 from ._pln import load_size as load_size

@@ -146,7 +146,11 @@ def poisson_sum(problem: Problem, variational: Variational) -> jax.Array:
     mean, sqrt_var = variational
     variance = jnp.square(sqrt_var)
     rate = jnp.exp(offsets + mean + 0.5 * variance)
-    return total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(variance))
+    return _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var)
+
+
+def _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var):
+    return total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(jnp.square(sqrt_var)))
 
 
 def _no_reduction(tree):
@@ -154,7 +158,7 @@ def _no_reduction(tree):
 
 
 def evaluate(
-    problem: Problem, variational: Variational, reduce: Callable = _no_reduction
+    problem: Problem, variational: Variational, reduce: Callable = _no_reduction, *, with_elbo=True
 ) -> Evaluation:
     """The profiled ELBO, its analytic gradient and a diagonal curvature, in one pass.
 
@@ -164,6 +168,8 @@ def evaluate(
         reduce: sums a pytree of per-sample sums over all the samples. The identity on one
             device; `lax.psum` over the sample axis when the rows are split over devices
             (level 6), which is why only sums over samples pass through it.
+        with_elbo: True, or a traced boolean: where it is false, `lax.cond` skips the Poisson
+            sum and `elbo` is NaN (the gradient and curvature do not need it).
 
     Returns:
         An `Evaluation`; equal to `profiled_elbo` and `jax.grad(profiled_elbo)`.
@@ -174,12 +180,12 @@ def evaluate(
     rate = jnp.exp(offsets + mean + 0.5 * variance)
     coef = problem.gram_inverse @ reduce(covariates.T @ mean)
     residuals = mean - covariates @ coef
-    poisson, scatter = reduce(
-        (
-            poisson_sum(problem, variational),  # its exp is the one above, computed once under jit
-            residuals.T @ residuals + jnp.diag(column_sums(variance)),
-        )
-    )
+    terms = (counts, problem.shifted_offsets, mean, rate, sqrt_var)
+    if with_elbo is True:
+        local_poisson = _poisson_sum(*terms)
+    else:
+        local_poisson = jax.lax.cond(with_elbo, _poisson_sum, lambda *_: jnp.full((), jnp.nan, mean.dtype), *terms)
+    poisson, scatter = reduce((local_poisson, residuals.T @ residuals + jnp.diag(column_sums(variance))))
     n_samples = problem.n_samples
     covariance = scatter / n_samples
     chol = jnp.linalg.cholesky(covariance)
@@ -221,6 +227,7 @@ def run_loop(
     n_iter: int,
     optimizer: optax.GradientTransformation,
     reduce: Callable = _no_reduction,
+    monitor_every: int = 1,
 ) -> tuple[Variational, ModelParams, jax.Array, jax.Array]:
     """The convergence loop, for use under `jit` (and, with `reduce`, inside `shard_map`).
 
@@ -229,6 +236,11 @@ def run_loop(
     the optimizer's step to x_{k+1}. The optimizer minimises -J; it gets `value=-J`, `curvature=` and
     `reduce=` (for its own sums over samples) as extra arguments, which plain optax
     transformations ignore.
+
+    With `monitor_every=m` > 1, J itself is computed only at iterations k that are multiples
+    of m and at k = n_iter - 1 (the step needs the gradient, not the value): `trace[k]` and
+    `value` are NaN at the others, and the tolerance test runs at the computed ones (m divides
+    `TOL_WINDOW`, so J_{k-w} is computed too). The iterates are the same as with m = 1.
 
     Returns:
         The last evaluated (M, S) and its closed-form (B, Sigma); the `(n_iter,)` trace, whose
@@ -244,14 +256,16 @@ def run_loop(
 
     def body(carry):
         state, _ = carry
-        evaluation = evaluate(problem, state.variational, reduce)
+        last = state.step + 1 >= n_iter
+        monitored = True if monitor_every == 1 else (state.step % monitor_every == 0) | last
+        evaluation = evaluate(problem, state.variational, reduce, with_elbo=monitored)
         elbo = evaluation.elbo
         trace = state.trace.at[state.step].set(elbo)
         earlier = trace[jnp.maximum(state.step - TOL_WINDOW, 0)]
         converged = (state.step >= TOL_WINDOW) & (
             jnp.abs(elbo - earlier) < TOL_WINDOW * tol * jnp.abs(elbo)
         )
-        done = converged | (state.step + 1 >= n_iter) | ~jnp.isfinite(elbo)
+        done = converged | last | (monitored & ~jnp.isfinite(elbo))
         descent = jax.tree.map(jnp.negative, evaluation.grad)
         updates, opt_state = transform.update(
             descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature, reduce=reduce
@@ -279,12 +293,12 @@ def run_loop(
     return Variational(mean, jnp.abs(sqrt_var)), params, trace, final.step
 
 
-@partial(jax.jit, static_argnames=("n_iter", "optimizer"))
-def fit_compiled(problem, variational, tol, *, n_iter, optimizer) -> FitResult:
-    """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter` and `optimizer`
-    are static (a new value compiles anew), `tol` is traced."""
+@partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every"))
+def fit_compiled(problem, variational, tol, *, n_iter, optimizer, monitor_every=1) -> FitResult:
+    """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter`, `optimizer` and
+    `monitor_every` are static (a new value compiles anew), `tol` is traced."""
     variational, params, trace, n_steps = run_loop(
-        problem, variational, tol, n_iter=n_iter, optimizer=optimizer
+        problem, variational, tol, n_iter=n_iter, optimizer=optimizer, monitor_every=monitor_every
     )
     return FitResult(trace, variational, params, n_steps)
 
@@ -297,6 +311,17 @@ def check_tol(tol) -> None:
         raise ValueError(f"tol must be non-negative (0 runs all n_iter iterations), got {tol}.")
 
 
+def check_monitor_every(monitor_every) -> None:
+    """Raises unless `monitor_every` is a positive int that divides `TOL_WINDOW`."""
+    if isinstance(monitor_every, bool) or not isinstance(monitor_every, (int, np.integer)):
+        raise TypeError(f"monitor_every must be an int, got {type(monitor_every).__name__}.")
+    if monitor_every < 1 or TOL_WINDOW % monitor_every:
+        raise ValueError(
+            f"monitor_every must be a positive divisor of TOL_WINDOW = {TOL_WINDOW}, so that the "
+            f"tolerance test compares two computed ELBOs; got {monitor_every}."
+        )
+
+
 def fit_from(
     data: PLNData,
     variational: Variational,
@@ -304,12 +329,16 @@ def fit_from(
     *,
     optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
     tol: float = DEFAULT_TOL,
+    monitor_every: int = 1,
 ) -> FitResult:
     """`fit`, starting from the given `(n, p)` M and S instead of `init_variational(data)`."""
     check_fit_arguments(data, n_iter)
     check_tol(tol)
+    check_monitor_every(monitor_every)
     tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
-    return fit_compiled(prepare(data), variational, tol, n_iter=n_iter, optimizer=optimizer)
+    return fit_compiled(
+        prepare(data), variational, tol, n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every)
+    )
 
 
 def fit(
@@ -318,6 +347,7 @@ def fit(
     *,
     optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
     tol: float = DEFAULT_TOL,
+    monitor_every: int = 1,
 ) -> FitResult:
     """Fits the PLN model by at most `n_iter` iterations on the profiled ELBO.
 
@@ -329,10 +359,12 @@ def fit(
             (see `Evaluation`), `value=` and `reduce=` (see `run_loop`).
         tol: stop when the ELBO changes by less than `tol` times its size per iteration,
             on average over the last `TOL_WINDOW` iterations; 0 runs all `n_iter`.
+        monitor_every: compute the ELBO only every this many iterations (a divisor of
+            `TOL_WINDOW`; static), to save its pass over the data; see `run_loop`.
 
     Returns:
-        A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, and entries from
-        `n_steps` on repeat the last one; `variational` is the last iterate, whose ELBO is
-        `elbo_trace[-1]`; `params` its closed-form B and Sigma.
+        A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate (NaN where it was not
+        computed), and entries from `n_steps` on repeat the last one; `variational` is the
+        last iterate, whose ELBO is `elbo_trace[-1]`; `params` its closed-form B and Sigma.
     """
-    return fit_from(data, init_variational(data), n_iter, optimizer=optimizer, tol=tol)
+    return fit_from(data, init_variational(data), n_iter, optimizer=optimizer, tol=tol, monitor_every=monitor_every)
