@@ -101,6 +101,26 @@ def test_p2_judges_the_fastest_level_not_the_cheapest_iteration():
     assert (ratios["P2_cheapest_level"], ratios["P2_cheapest"]) == ("quick steps", pytest.approx(0.5))
 
 
+def test_p2_uses_the_floor_measured_around_the_judged_fit():
+    """When a run carries the floor measured around it, P2 divides by that one, not by the
+    run-wide floor: both sides of the ratio then see the machine in the same state."""
+    runs = [_run("few steps", 0.004, 0.1)._replace(floor_s=0.0025), _run("pyPLNmodels", 0.01, 2.0)]
+    ratios = _pln.compute_ratios(runs, {"median_s": 0.002}, size="oaks100", target=0.0)
+    assert ratios["P2"] == pytest.approx(1.6)
+
+
+def test_every_level_run_records_its_adjacent_floor(tiny_results):
+    """Each JAX run has a positive floor_s; pyPLNmodels has none; the run-wide floor is the
+    median over all measurements (one at the start, two around every JAX fit)."""
+    for run in tiny_results["runs"]:
+        if run["name"] == "pyPLNmodels":
+            assert run["floor_s"] is None
+        else:
+            assert run["floor_s"] > 0
+    assert tiny_results["floor"]["measurements"] == 1 + 2 * 3
+    assert "around every fit" in _pln.summary_markdown(tiny_results)
+
+
 def test_compile_time_is_measured_even_after_an_earlier_compilation():
     """A fit compiled before the benchmark must not show up as a zero compile time."""
     from jaxcourse.pln import level5
