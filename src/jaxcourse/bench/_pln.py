@@ -116,9 +116,13 @@ def first_time_at_least(
     return float(times[reached[0]]) if reached.size else None
 
 
-def measure_floor(data, *, repeat: int = 10) -> dict[str, float]:
+def measure_floor(data, *, repeat: int | None = None, seconds: float = 0.25) -> dict[str, float]:
     """Times the unavoidable work of one ELBO evaluation: two `(n, p) x (p, p)` products and
-    one exp pass over `(n, p)`, as one jitted call (median and best of `repeat`, seconds)."""
+    one exp pass over `(n, p)`, as one jitted call (median and best of `repeat`, seconds).
+
+    By default `repeat` is chosen so that the timed calls last about `seconds` (10 to 500
+    calls): a median over a few milliseconds of a noisy machine is itself noise.
+    """
     n_species = data.n_species
     mean = jnp.log1p(data.counts) - data.offsets
     sqrt_var = jnp.full_like(mean, 0.5)
@@ -129,7 +133,11 @@ def measure_floor(data, *, repeat: int = 10) -> dict[str, float]:
         rate = jnp.exp(offsets + mean + 0.5 * sqrt_var * sqrt_var)
         return mean.T @ mean, mean @ weights, rate
 
-    timing = time_call(floor_work, data.offsets, mean, sqrt_var, weights, repeat=repeat, name="floor")
+    arguments = (data.offsets, mean, sqrt_var, weights)
+    if repeat is None:
+        first = time_call(floor_work, *arguments, repeat=3, name="floor")
+        repeat = int(np.clip(np.ceil(seconds / max(first.median_s, 1e-9)), 10, 500))
+    timing = time_call(floor_work, *arguments, repeat=repeat, name="floor")
     return {"median_s": timing.median_s, "min_s": timing.min_s, "repeats": repeat}
 
 
