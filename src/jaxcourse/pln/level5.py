@@ -150,6 +150,7 @@ def poisson_sum(problem: Problem, variational: Variational) -> jax.Array:
 
 
 def _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var):
+    """`poisson_sum` from its parts, so that `evaluate` reuses its rate A."""
     return total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(jnp.square(sqrt_var)))
 
 
@@ -180,6 +181,7 @@ def evaluate(
     rate = jnp.exp(offsets + mean + 0.5 * variance)
     coef = problem.gram_inverse @ reduce(covariates.T @ mean)
     residuals = mean - covariates @ coef
+    # S, not S^2: the operands of a lax.cond are arrays in memory, and S^2 need not be one.
     terms = (counts, problem.shifted_offsets, mean, rate, sqrt_var)
     if with_elbo is True:
         local_poisson = _poisson_sum(*terms)
