@@ -262,3 +262,14 @@ def test_monitor_every_jit_equals_eager(key):
 def test_monitor_every_must_divide_the_tolerance_window(oaks, monitor_every, error):
     with pytest.raises(error, match="monitor_every"):
         level5.fit(oaks, 10, monitor_every=monitor_every)
+
+
+def test_cholesky_and_precision_invert_the_covariance():
+    """L L^T is the covariance and Omega is its inverse, symmetric (float64)."""
+    with jax.enable_x64(True):
+        a = np.random.default_rng(3).normal(size=(40, 6))
+        covariance = jnp.asarray(a.T @ a / 40 + 0.1 * np.eye(6))
+        chol, precision = jax.jit(level5.cholesky_and_precision)(covariance)
+        np.testing.assert_allclose(np.asarray(chol @ chol.T), np.asarray(covariance), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(np.asarray(precision), np.linalg.inv(np.asarray(covariance)), rtol=1e-10, atol=1e-10)
+        np.testing.assert_array_equal(np.asarray(precision), np.asarray(precision).T)

@@ -154,6 +154,18 @@ def _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var):
     return total(counts * (mean + shifted_offsets) + counts - rate + 0.5 * jnp.log(jnp.square(sqrt_var)))
 
 
+def cholesky_and_precision(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The lower Cholesky factor L of `covariance` and its inverse Omega = L^-T L^-1.
+
+    One triangular solve and a small product: cheaper than the two triangular solves of
+    `cho_solve(L, I)`, and symmetric by construction. On a CPU both steps are LAPACK calls.
+    """
+    chol = jnp.linalg.cholesky(covariance)
+    identity = jnp.eye(covariance.shape[0], dtype=covariance.dtype)
+    chol_inverse = solve_triangular(chol, identity, lower=True)
+    return chol, chol_inverse.T @ chol_inverse
+
+
 def _no_reduction(tree):
     return tree
 
@@ -175,14 +187,14 @@ def evaluate(
     Returns:
         An `Evaluation`; equal to `profiled_elbo` and `jax.grad(profiled_elbo)`.
     """
-    counts, offsets, _, covariates = problem[:4]
+    counts, offsets, shifted_offsets, covariates = problem[:4]
     mean, sqrt_var = variational
     variance = jnp.square(sqrt_var)
     rate = jnp.exp(offsets + mean + 0.5 * variance)
     coef = problem.gram_inverse @ reduce(covariates.T @ mean)
     residuals = mean - covariates @ coef
     # S, not S^2: the operands of a lax.cond are arrays in memory, and S^2 need not be one.
-    terms = (counts, problem.shifted_offsets, mean, rate, sqrt_var)
+    terms = (counts, shifted_offsets, mean, rate, sqrt_var)
     if with_elbo is True:
         local_poisson = _poisson_sum(*terms)
     else:
@@ -190,11 +202,7 @@ def evaluate(
     poisson, scatter = reduce((local_poisson, residuals.T @ residuals + jnp.diag(column_sums(variance))))
     n_samples = problem.n_samples
     covariance = scatter / n_samples
-    chol = jnp.linalg.cholesky(covariance)
-    # Omega = L^-T L^-1: one triangular solve and a small product, cheaper than the two
-    # triangular solves of cho_solve(L, I), and symmetric by construction.
-    chol_inverse = solve_triangular(chol, jnp.eye(covariance.shape[0], dtype=covariance.dtype), lower=True)
-    precision = chol_inverse.T @ chol_inverse
+    chol, precision = cholesky_and_precision(covariance)
     # -n/2 log det Sigma - 1/2 tr(Omega * n Sigma) + n p / 2 = -n/2 log det Sigma exactly.
     elbo = poisson + problem.log_factorial_constant - n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
     diag_precision = jnp.diagonal(precision)
