@@ -317,7 +317,7 @@ def _run_pln_benchmark(size, n_iter, repeat, methods, level0_max_iter, progress)
     floor = {
         "median_s": float(np.median([f["median_s"] for f in floors])),
         "min_s": float(min(f["min_s"] for f in floors)),
-        "repeats": floors[0]["repeats"],
+        "repeats": sum(f["repeats"] for f in floors),
         "measurements": len(floors),
     }
 

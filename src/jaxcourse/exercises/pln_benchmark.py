@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import exercise_checker, require
+from ..reductions import BLOCK_ROWS
 
 
 @exercise_checker("time to reach a target ELBO")
@@ -148,21 +149,19 @@ def check_momentum_update(momentum_update):
         require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
 
 
-COLUMN_BLOCK = 128
-"""Rows per block in the column-sums exercise; the checker's arrays have a multiple of it."""
-
-FUSION_SHAPE = (12_800, 114)
+FUSION_SHAPE = (100 * BLOCK_ROWS, 114)
 """The size at which the column-sums checker asks XLA what it writes: 100 blocks of 128 rows,
 about the size of oaks stacked 100 times."""
 
 
 @exercise_checker("column sums in one loop")
 def check_column_sums(column_sums):
-    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x` whose rows are a multiple of 128,
+    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x` whose rows are a multiple of
+    `BLOCK_ROWS` (128, the block of `reductions.column_sums`),
     computed so that for `x = a * b` XLA writes no `(n, p)` array to memory."""
     from ..hlo import intermediate_arrays
 
-    x = jnp.asarray(np.random.default_rng(5).normal(size=(2 * COLUMN_BLOCK, 5)), jnp.float32)
+    x = jnp.asarray(np.random.default_rng(5).normal(size=(2 * BLOCK_ROWS, 5)), jnp.float32)
     try:
         got = column_sums(x)
     except (TypeError, ValueError) as error:
@@ -170,7 +169,7 @@ def check_column_sums(column_sums):
         require(
             not any(word in str(error) for word in shape_words),
             f"the shapes do not fit a product ({str(error)[:120]}): the vector of ones needs one "
-            "entry per row it adds up, 128 for a block of 128 rows.",
+            f"entry per row it adds up, {BLOCK_ROWS} for a block of {BLOCK_ROWS} rows.",
         )
         raise
     require(got is not None, "return the column sums.")
@@ -196,6 +195,6 @@ def check_column_sums(column_sums):
             False,
             "the numbers are right, but for x = a * b XLA still writes a * b to memory: at this "
             f"size it hands ones @ x to its matrix library (it wrote {written}). Cut the rows into "
-            "blocks, x.reshape(-1, 128, x.shape[1]), sum every block with jnp.einsum and a vector "
-            "of 128 ones, then add up the block sums.",
+            f"blocks, x.reshape(-1, {BLOCK_ROWS}, x.shape[1]), sum every block with jnp.einsum and "
+            f"a vector of {BLOCK_ROWS} ones, then add up the block sums.",
         )
