@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Set up and run the course: render the book with Quarto when it is installed, otherwise
+# Set up (scripts/setup.sh), then run the course: render the book with Quarto when it is installed, otherwise
 # regenerate the notebooks from the chapters and execute every one of them in place.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+bash scripts/setup.sh
+source .venv/bin/activate
 python -m jaxcourse.notebooks
 if command -v quarto >/dev/null 2>&1; then
     quarto render

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Set up and run every test: unit tests, pinned errors, exercise checkers, notebook sync,
-# and every notebook executed top to bottom with nbmake.
+# Set up (scripts/setup.sh), then run every test: unit tests, pinned errors, exercise checkers,
+# notebook sync, the Colab reproduction, and every notebook executed top to bottom with nbmake.
+# Arguments, if any, replace the default test paths: `bash scripts/test.sh tests/test_jit_errors.py`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+bash scripts/setup.sh
+source .venv/bin/activate  # notebook kernels start from this environment too
 python -m jaxcourse.notebooks --check
-JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider -p no:benchmark --nbmake --nbmake-timeout=600 tests notebooks
+if [ "$#" -eq 0 ]; then
+    set -- tests notebooks
+fi
+JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \
+    --nbmake --nbmake-timeout=600 "$@"
