@@ -2,6 +2,7 @@
 # Set up the course in .venv/: a virtual environment on Python 3.13 (Colab's) or 3.12, with the
 # pinned requirements.txt and the course package (pip install -e .). Safe to run again: it then
 # only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the interpreter.
+# `bash scripts/setup.sh --which-python` only prints the interpreter it would use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,12 +30,17 @@ find_python() {
     return 1
 }
 
+if ! python=$(find_python); then
+    echo "The course needs Python 3.13 or 3.12 (JAX 0.11 and newer need 3.12+); none was found." >&2
+    echo "Install one (e.g. 'pyenv install 3.13'), or set JAXCOURSE_PYTHON=/path/to/python3.13." >&2
+    exit 1
+fi
+if [ "${1:-}" = "--which-python" ]; then
+    echo "$python"
+    exit 0
+fi
+
 if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
-    if ! python=$(find_python); then
-        echo "The course needs Python 3.13 or 3.12 (JAX 0.11 and newer need 3.12+); none was found." >&2
-        echo "Install one (e.g. 'pyenv install 3.13'), or set JAXCOURSE_PYTHON=/path/to/python3.13." >&2
-        exit 1
-    fi
     echo "Creating .venv with $python ($("$python" --version))"
     rm -rf .venv
     "$python" -m venv .venv
