@@ -126,3 +126,14 @@ def test_switch_clamps_an_out_of_range_index():
     branches = [jnp.sin, jnp.cos, jnp.tanh]
     assert lax.switch(-3, branches, 0.5) == jnp.sin(0.5)
     assert lax.switch(7, branches, 0.5) == jnp.tanh(0.5)
+
+
+def test_batched_cond_keeps_the_unselected_gradient_clean():
+    """Not an error: under vmap a batched cond becomes a select, and its gradient has no NaN."""
+
+    def sqrt_or_zero_cond(x):
+        return lax.cond(x > 0, jnp.sqrt, lambda x: jnp.zeros_like(x), x)
+
+    xs = jnp.array([-1.0, 4.0])
+    assert jnp.array_equal(jax.vmap(jax.grad(sqrt_or_zero_cond))(xs), jnp.array([0.0, 0.25]))
+    assert jnp.array_equal(jax.grad(lambda xs: jax.vmap(sqrt_or_zero_cond)(xs).sum())(xs), jnp.array([0.0, 0.25]))

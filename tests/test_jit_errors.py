@@ -49,3 +49,13 @@ def test_donated_input_is_deleted():
     y = jax.jit(update_three, donate_argnums=0)(x, 3, 1.0)
     assert x.is_deleted()
     np.testing.assert_array_equal(np.asarray(y), [0, 0, 0, 1, 1, 0, 0, 0])
+
+
+def test_donated_input_cannot_be_used_again():
+    """Cell 'x_donated + 1.0': reading, computing with or re-passing a donated array raises RuntimeError."""
+    double = jax.jit(lambda x: 2.0 * x, donate_argnums=0)
+    x = jnp.zeros(8)
+    double(x)
+    for use in (lambda: x + 1.0, lambda: np.asarray(x), lambda: double(x)):
+        with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8\]"):
+            use()

@@ -68,3 +68,24 @@ def test_fold_in_and_split_of_one_key_coincide_unflagged():
         split_keys = jax.random.split(key, 4)
         folded = jax.vmap(lambda i: jax.random.fold_in(key, i))(jax.numpy.arange(4))
     np.testing.assert_array_equal(jax.random.key_data(split_keys), jax.random.key_data(folded))
+
+
+def test_legacy_prngkey_works_without_a_warning_and_matches_the_typed_key():
+    """The chapter's claims: PRNGKey raises no warning, holds key_data's bits, draws the same numbers."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        legacy = jax.random.PRNGKey(0)
+    assert legacy.dtype == np.uint32 and legacy.shape == (2,)
+    assert "legacy" in jax.random.PRNGKey.__doc__
+    typed = jax.random.key(0)
+    np.testing.assert_array_equal(jax.random.key_data(typed), legacy)
+    np.testing.assert_array_equal(jax.random.normal(typed, (3,)), jax.random.normal(legacy, (3,)))
+    assert jax.random.split(typed, 4).shape == (4,) and jax.random.split(legacy, 4).shape == (4, 2)
+
+
+def test_partitionable_threefry_is_the_default_stream():
+    """The chapter's claim: jax_threefry_partitionable is on, so key(0) no longer gives the old tutorials' numbers."""
+    assert jax.config.jax_threefry_partitionable
+    np.testing.assert_allclose(jax.random.normal(jax.random.key(0), (3,)), [1.6226, 2.0253, -0.4336], atol=1e-4)

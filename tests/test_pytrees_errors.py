@@ -18,15 +18,40 @@ def test_numpy_dict_comprehension_on_nested_dict():
 
 
 def test_tree_map_structure_mismatch():
-    """Chapter: trees mapped together must have the same keys."""
-    with pytest.raises(ValueError, match="Dict key mismatch"):
+    """Chapter: trees mapped together must have the same keys; the message names the path and the extra key."""
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)pytree structure error: different numbers of pytree children at key path\s+tree_map tree\n"
+        r".*symmetric difference on key sets is\s+\['b'\]",
+    ):
         jax.tree.map(lambda p, g: p - 0.1 * g, {"w": 1.0}, {"w": 1.0, "b": 2.0})
 
 
 def test_tree_map_none_matches_only_none():
-    """Chapter: None is an empty subtree, so it does not match a leaf."""
-    with pytest.raises(ValueError, match="Expected None, got 1.0"):
+    """Chapter: None is an empty subtree, so it does not match a leaf; the message names path and types."""
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)pytree structure error: different types at key path\s+tree_map tree\['b'\]\n"
+        r".*<class 'NoneType'>.*different type\s+<class 'float'>",
+    ) as info:
         jax.tree.map(lambda mask, p: p if mask is None else mask * p, {"b": None}, {"b": 1.0})
+    assert "is_leaf" not in str(info.value)  # the chapter says the message no longer names the fix
+
+
+def test_tree_map_prefix_leaf_receives_a_whole_subtree():
+    """Chapter: a leaf of the first tree may face a subtree of the others, which f gets in one piece."""
+    assert jax.tree.map(lambda a, b: (a, b), {"a": 1}, {"a": [1, 2]}) == {"a": (1, [1, 2])}
+
+
+def test_tree_map_is_leaf_none_fix():
+    """Chapter: with is_leaf, the function receives the None and decides."""
+    out = jax.tree.map(
+        lambda mask, p: p if mask is None else mask * p,
+        {"b": None, "w": 0.0},
+        {"b": 1.0, "w": 2.0},
+        is_leaf=lambda x: x is None,
+    )
+    assert out == {"b": 1.0, "w": 0.0}
 
 
 def test_jit_rejects_plain_class():
@@ -40,6 +65,19 @@ def test_jit_rejects_plain_class():
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
     with pytest.raises(TypeError, match=r"as an abstract array.*PlainAffine'> and was passed to the function at path model"):
         jax.jit(lambda model, x: x @ model.w + model.b)(plain, jnp.ones(3))
+
+
+def test_scan_rejects_plain_class_carry():
+    """Chapter (case study): scan must take its carry apart into arrays, so a plain class fails."""
+
+    class PlainAffine:
+        def __init__(self, w, b):
+            self.w = w
+            self.b = b
+
+    plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
+    with pytest.raises(TypeError, match=r"of type '<class '.*PlainAffine'>' is not a valid JAX type"):
+        jax.lax.scan(lambda carry, _: (carry, None), plain, length=2)
 
 
 def test_register_dataclass_string_field_not_static():
@@ -74,7 +112,7 @@ def test_array_in_aux_data_fails_on_second_call():
     scaled = jax.jit(lambda m: m.w * m.scale)
     first = scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
     assert jnp.allclose(first, jnp.arange(3.0))
-    with pytest.raises(ValueError, match="arrays cannot be passed as metadata fields"):
+    with pytest.raises(ValueError, match=r"(?s)pytree node of type .*ScaleInAux.*arrays cannot be passed as metadata fields"):
         scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
 
 

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
-from jax._src.core import ShardingTypeError  # not exported publicly in jax 0.10.1
+from jax._src.core import ShardingTypeError  # not in jax.errors or jax.sharding (checked on 0.12.0.1)
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 

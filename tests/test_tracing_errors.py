@@ -1,7 +1,8 @@
 """The errors shown in the chapter 'Tracing, abstract values and static arguments', one test per error cell.
 
 Each test repeats the chapter's minimal code and pins the exception class and a stable fragment of
-its message (jax 0.10.1). The last tests pin behaviours the chapter states without an error.
+its message (checked on jax 0.12.0.1). The last tests pin behaviours the chapter states without an
+error.
 """
 
 from functools import partial
@@ -55,6 +56,23 @@ def test_unique_without_size_raises_concretization_error():
     with pytest.raises(jax.errors.ConcretizationTypeError, match=r"you can specify a concrete value for the size argument") as info:
         jax.jit(jnp.unique)(jnp.array([3, 1, 3, 2]))
     assert type(info.value) is jax.errors.ConcretizationTypeError
+
+
+@pytest.mark.parametrize(
+    ("fn", "error", "message"),
+    [
+        (lambda x, n: x[:n], IndexError, r"Array slice indices must have static start/stop/step(.|\n)*x\[jax\.ds\(start, size\)\]"),
+        (lambda x, n: float(x[0]), jax.errors.ConcretizationTypeError, "Abstract tracer value encountered where concrete value is expected"),
+        (lambda x, n: x[0].item(), jax.errors.ConcretizationTypeError, "Abstract tracer value encountered where concrete value is expected"),
+        (lambda x, n: np.sin(x), jax.errors.TracerArrayConversionError, r"The numpy\.ndarray conversion method __array__\(\) was called on traced array"),
+    ],
+    ids=["slice", "float", "item", "np.sin"],
+)
+def test_relatives_in_the_errors_table(fn, error, message):
+    """The table's relatives: a traced slice bound is a plain IndexError; the others are jax.errors classes."""
+    with pytest.raises(error, match=message) as info:
+        jax.jit(fn)(jnp.arange(3.0), 2)
+    assert type(info.value) is error
 
 
 def test_lax_select_does_not_broadcast():

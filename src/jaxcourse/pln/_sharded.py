@@ -52,8 +52,9 @@ def sharded_elbo(
         ValueError: n is not a multiple of the number of devices along `axis_name`.
 
     It is differentiable under `jax.jit(jax.grad(...))`, or inside `with jax.set_mesh(mesh):`.
-    A bare eager `jax.grad` fails in jax 0.10.1 ("Length of device assignment 1 is not equal
-    to the size of the mesh"): its output cotangent is made outside the mesh.
+    A bare eager `jax.grad` raises a `ValueError` ("Length of device assignment 1 is not equal
+    to the size of the mesh", with a pointer to `jax.set_mesh`): its output cotangent is made
+    outside the mesh.
     """
     check_even_split(data.n_samples, mesh, axis_name)
     rows, replicated = NamedSharding(mesh, P(axis_name)), NamedSharding(mesh, P())
