@@ -1,17 +1,34 @@
-"""Every committed notebook opens in Colab and installs the course there, and only there."""
+"""Every notebook opens in Colab, and its setup cell installs there (and only there) the course with
+a matched JAX: jax, jaxlib and, on a GPU runtime, the CUDA plugin of the same version. The banner
+says when a GPU is present but JAX computes on the CPU.
 
+These tests fake pip and Colab's installed packages; tests/test_colab_runtime.py runs the real
+install in a rebuilt Colab environment.
+"""
+
+import re
 import subprocess
 import sys
 import types
+from importlib import metadata
 from pathlib import Path
 
+import jax
 import nbformat
 import pytest
 
 from jaxcourse import notebooks
+from jaxcourse.bench import _environment
+from jaxcourse.bench._environment import GPU_UNUSED_WARNING, environment_line, nvidia_gpu_listed
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "student").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (ROOT / "notebooks" / "student").glob("*.ipynb")
+)
+X = notebooks.JAX_VERSION
+PLUGINS = ["jax-cuda12-pjrt", "jax-cuda12-plugin"]
+FAKE_GPU = 'echo "GPU 0: NVIDIA T4 (UUID: GPU-fake)"'
+NO_DRIVER = 'echo "NVIDIA-SMI has failed: no NVIDIA driver is running." >&2; exit 9'
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
@@ -30,6 +47,22 @@ def test_there_are_notebooks():
     assert NOTEBOOKS
 
 
+def test_jax_version_is_the_pin_of_requirements_txt():
+    """The setup cell installs on Colab the jax and jaxlib that CI tests: requirements.txt's pins."""
+    text = (ROOT / "requirements.txt").read_text()
+    pins = dict(re.findall(r"^(jax|jaxlib)==(\S+)\s*$", text, re.MULTILINE))
+    assert pins == {"jax": X, "jaxlib": X}
+    assert f'JAX_VERSION = "{X}"' in notebooks.setup_source()
+
+
+def test_setup_cell_installs_from_the_course_repository():
+    source = notebooks.setup_source()
+    github = f"https://github.com/{notebooks.REPOSITORY}"
+    assert notebooks.COURSE_REQUIREMENT == f"jaxcourse @ git+{github}@{notebooks.REF}"
+    assert f'COURSE = "{notebooks.COURSE_REQUIREMENT}"' in source
+    assert "import jax" not in source  # the sharding chapter configures JAX after this cell
+
+
 @pytest.fixture
 def recorded_runs(monkeypatch):
     calls = []
@@ -44,17 +77,170 @@ def test_setup_cell_does_nothing_outside_colab(recorded_runs, monkeypatch, capsy
     assert capsys.readouterr().out == ""
 
 
-def test_setup_cell_installs_the_course_on_colab(recorded_runs, monkeypatch, capsys):
+class FakeColab:
+    """Colab's installed packages (jax 0.7.2) and a pip that installs what it is asked for.
+
+    `nvidia-smi` runs for real: `set_nvidia_smi` puts a script of that name alone on PATH.
+    """
+
+    def __init__(self, bin_dir: Path, packages: dict[str, str]):
+        self.bin_dir, self.packages, self.pip_calls = bin_dir, dict(packages), []
+        self.pip_upgrades_plugins = True
+
+    def set_nvidia_smi(self, body: str) -> None:
+        script = self.bin_dir / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+
+    def run(self, args, **kwargs):
+        if args[0] != sys.executable:
+            return REAL_RUN(args, **kwargs)
+        assert args[1:3] == ["-m", "pip"] and kwargs.get("check") is True
+        self.pip_calls.append(args[3:])
+        command, *requirements = [arg for arg in args[3:] if not arg.startswith("-")]
+        for requirement in requirements:
+            if command == "uninstall":
+                del self.packages[requirement]
+            elif requirement.startswith("jaxcourse @ "):
+                self.packages["jaxcourse"] = "0.1.0"
+            else:
+                name, version = requirement.split("==")
+                if name == "jax[cuda12]":
+                    self.packages.update(jax=version, jaxlib=version)
+                    if self.pip_upgrades_plugins:
+                        self.packages.update(dict.fromkeys(PLUGINS, version))
+                else:
+                    self.packages[name] = version
+        return subprocess.CompletedProcess(args, 0)
+
+    def version(self, name):
+        return self.packages[name] if name in self.packages else REAL_VERSION(name)
+
+    def distributions(self):
+        return [types.SimpleNamespace(metadata={"Name": name}) for name in self.packages]
+
+    def run_setup_cell(self) -> None:
+        exec(notebooks.setup_source(), {})
+
+
+REAL_RUN, REAL_VERSION = subprocess.run, metadata.version
+
+
+@pytest.fixture
+def colab(monkeypatch, tmp_path):
+    """A fresh Colab CPU runtime: jax 0.7.2 installed, nothing imported, no nvidia-smi."""
+    fake = FakeColab(tmp_path, {"jax": "0.7.2", "jaxlib": "0.7.2"})
     google = types.ModuleType("google")
-    colab = types.ModuleType("google.colab")
-    google.colab = colab
+    google.colab = types.ModuleType("google.colab")
     monkeypatch.setitem(sys.modules, "google", sys.modules.get("google", google))
-    monkeypatch.setitem(sys.modules, "google.colab", colab)
-    exec(notebooks.setup_source(), {})
-    ((args, kwargs),) = recorded_runs
-    assert args[0] == [
-        sys.executable, "-m", "pip", "install", "--quiet",
-        f"jaxcourse @ git+https://github.com/{notebooks.REPOSITORY}@{notebooks.REF}",
-    ]
-    assert kwargs.get("check") is True
-    assert capsys.readouterr().out.startswith("jax ")
+    monkeypatch.setitem(sys.modules, "google.colab", google.colab)
+    for name in ("jax", "jaxlib", "numpy"):  # imported in this process, not yet in a fresh kernel
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(subprocess, "run", fake.run)
+    monkeypatch.setattr(metadata, "version", fake.version)
+    monkeypatch.setattr(metadata, "distributions", fake.distributions)
+    return fake
+
+
+def test_setup_cell_on_a_cpu_runtime_installs_jax_and_jaxlib_with_the_course(colab, capsys):
+    """One pip command: jax and jaxlib at JAX_VERSION with the course; no plugin, no restart."""
+    colab.run_setup_cell()
+    install = ["install", f"jax=={X}", f"jaxlib=={X}", notebooks.COURSE_REQUIREMENT, "--quiet"]
+    assert colab.pip_calls == [install]
+    out = capsys.readouterr().out
+    assert f"Installed: jax {X}, jaxlib {X}\n" in out
+    assert "No restart needed" in out
+    assert "jax" not in sys.modules  # the cell never imports jax
+
+
+def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(colab, capsys):
+    """With `nvidia-smi -L` listing a GPU and Colab's plugin 0.7.2, one pip command asks for
+    jax[cuda12], and the plugin and its PJRT come out at jaxlib's version."""
+    colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
+    colab.set_nvidia_smi(FAKE_GPU)
+    colab.run_setup_cell()
+    assert colab.pip_calls == [["install", f"jax[cuda12]=={X}", notebooks.COURSE_REQUIREMENT, "--quiet"]]
+    out = capsys.readouterr().out
+    assert f"Installed: jax {X}, jaxlib {X}, jax-cuda12-pjrt {X}, jax-cuda12-plugin {X}\n" in out
+
+
+def test_setup_cell_without_a_gpu_uninstalls_cuda_plugins(colab, capsys):
+    """nvidia-smi that fails (no driver) means no GPU: the CUDA plugin is uninstalled first."""
+    colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
+    colab.set_nvidia_smi(NO_DRIVER)
+    colab.run_setup_cell()
+    assert colab.pip_calls[0] == ["uninstall", "--yes", *PLUGINS, "--quiet"]
+    assert colab.pip_calls[1][:3] == ["install", f"jax=={X}", f"jaxlib=={X}"]
+    assert not set(PLUGINS) & set(colab.packages)
+    assert f"Installed: jax {X}, jaxlib {X}\n" in capsys.readouterr().out
+
+
+def test_setup_cell_rejects_a_plugin_that_jaxlib_would_ignore(colab):
+    """If the plugin is not at jaxlib's version after the install, the cell raises, not JAX on the CPU."""
+    colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
+    colab.set_nvidia_smi(FAKE_GPU)
+    colab.pip_upgrades_plugins = False  # what a plain `pip install jax` does
+    with pytest.raises(RuntimeError, match=rf"jaxlib {re.escape(X)} does not load jax-cuda12-pjrt 0\.7\.2"):
+        colab.run_setup_cell()
+
+
+def test_setup_cell_asks_for_a_restart_when_an_old_jax_was_imported(colab, monkeypatch, capsys):
+    """jax 0.7.2 imported before the cell keeps running: the cell says to restart the session."""
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__="0.7.2"))
+    colab.run_setup_cell()
+    out = capsys.readouterr().out
+    assert "RESTART NEEDED: this session had imported jax 0.7.2, which this cell replaced." in out
+    assert "Runtime > Restart session" in out and "No restart needed" not in out
+
+
+def test_setup_cell_needs_no_restart_when_the_imported_jax_is_current(colab, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__=X))
+    colab.packages.update(jax=X, jaxlib=X)
+    colab.run_setup_cell()
+    assert "No restart needed" in capsys.readouterr().out
+
+
+# --- the banner -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def nvidia_smi(monkeypatch, tmp_path):
+    """Puts a `nvidia-smi` with the given shell body alone on PATH."""
+
+    def install(body: str) -> None:
+        script = tmp_path / "nvidia-smi"
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    return install
+
+
+@pytest.mark.parametrize(
+    "body, listed",
+    [
+        (FAKE_GPU, True),
+        (NO_DRIVER, False),  # Colab's CPU runtime or a machine without an NVIDIA driver
+        ('echo "No devices were found"', False),
+        (None, False),  # no nvidia-smi at all
+    ],
+)
+def test_gpu_probe_reads_nvidia_smi(nvidia_smi, body, listed):
+    if body is not None:
+        nvidia_smi(body)
+    assert nvidia_gpu_listed() is listed
+
+
+@pytest.mark.parametrize("backend", ["cpu", "gpu"])
+@pytest.mark.parametrize("gpu_listed", [True, False])
+def test_banner_warns_only_when_a_gpu_is_present_but_jax_uses_the_cpu(monkeypatch, backend, gpu_listed):
+    """The banner names the backend in use, and ends with a warning exactly in the silent-CPU case."""
+    monkeypatch.setattr(_environment, "nvidia_gpu_listed", lambda: gpu_listed)
+    monkeypatch.setattr(jax, "default_backend", lambda: backend)
+    line = environment_line()
+    assert line.startswith(f"Executed with jax {jax.__version__} on ")
+    assert f"({backend} backend, {jax.device_count()} device(s))." in line
+    assert line.endswith(GPU_UNUSED_WARNING) is (gpu_listed and backend == "cpu")
+    if gpu_listed and backend == "cpu":
+        assert "a GPU is present but JAX is computing on the CPU" in line and "setup cell" in line

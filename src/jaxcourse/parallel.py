@@ -154,8 +154,10 @@ def train(step, params, x, y, n_steps: int) -> tuple[LinearParams, list[float]]:
     the losses.
 
     `float(loss)` waits for each step to finish before the next is queued. Without that wait,
-    many steps with collectives can pile up, and on a machine with fewer cores than (simulated)
-    devices they can deadlock: XLA aborts the process after about a minute.
+    many steps with collectives can pile up; with jax 0.10, on a machine with fewer cores than
+    (simulated) devices, they deadlocked and XLA aborted the process after about a minute. The
+    pinned release runs them through (tests/test_sharding_equivalence.py), but the wait also
+    keeps the queue, and the memory it holds, short.
     """
     losses = []
     for _ in range(n_steps):

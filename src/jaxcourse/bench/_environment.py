@@ -1,8 +1,9 @@
-"""What a benchmark ran on: device, library versions, CPU model."""
+"""What a benchmark or a page ran on: backend, devices, library versions, CPU model."""
 
 from __future__ import annotations
 
 import platform
+import subprocess
 from importlib import metadata
 
 import jax
@@ -26,8 +27,30 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
+def nvidia_gpu_listed() -> bool:
+    """Whether `nvidia-smi -L` runs and lists a GPU, that is whether the machine has an NVIDIA GPU.
+
+    It says nothing of what JAX uses: with no CUDA plugin of jaxlib's version, JAX computes on
+    the CPU although this is True.
+    """
+    try:
+        listing = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return listing.returncode == 0 and "GPU " in listing.stdout
+
+
+GPU_UNUSED_WARNING = (
+    "WARNING: a GPU is present but JAX is computing on the CPU: most often no CUDA plugin of"
+    " jaxlib's version is installed (`pip install jax[cuda12]==<jax's version>`). On Colab, re-run"
+    " the setup cell (the first code cell), restart (Runtime > Restart session) and run the"
+    " notebook from the top."
+)
+"""The banner's last sentence when `nvidia-smi` lists a GPU and JAX's backend is the CPU."""
+
+
 def environment() -> dict[str, str]:
-    """The device JAX computes on and the versions that matter for timings."""
+    """The backend and devices JAX computes on, and the versions that matter for timings."""
     device = jax.devices()[0]
     return {
         "backend": jax.default_backend(),
@@ -42,6 +65,15 @@ def environment() -> dict[str, str]:
 
 
 def environment_line() -> str:
-    """One line for a page: 'jax X on DEVICE (backend)'."""
+    """One line for a page: 'jax X on DEVICE (BACKEND backend, N device(s))'.
+
+    It ends with `GPU_UNUSED_WARNING` when an NVIDIA GPU is present but JAX's backend is the CPU.
+    """
     env = environment()
-    return f"Executed with jax {env['jax']} on {env['device']} ({env['backend']}, {env['device_count']} device(s))."
+    line = (
+        f"Executed with jax {env['jax']} on {env['device']}"
+        f" ({env['backend']} backend, {env['device_count']} device(s))."
+    )
+    if env["backend"] == "cpu" and nvidia_gpu_listed():
+        line += " " + GPU_UNUSED_WARNING
+    return line

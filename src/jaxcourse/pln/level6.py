@@ -4,7 +4,7 @@
 sums over samples (X'M, the Poisson sum, the scatter matrix) are added up with `psum`, and
 every device completes the same ELBO and Sigma from the totals. The whole convergence loop
 runs inside one `shard_map` under one `jit`, so the host never queues collective-bearing
-steps one by one (which can deadlock small CPU machines; see the sharding chapter).
+steps one by one (which deadlocked small CPU machines with jax 0.10; see the sharding chapter).
 
 `fit_many` runs several independent fits in one compiled program: restarts from perturbed
 starting points, or several data sets of the same shape.
