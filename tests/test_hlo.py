@@ -1,46 +1,116 @@
-"""`jaxcourse.hlo.intermediate_arrays`, and the fusion facts the benchmark chapter states.
+"""`jaxcourse.hlo`, and the fusion facts the benchmark chapter states, on jax 0.12.0.1 (CPU).
 
-The chapter says which sums make XLA write an `(n, p)` product to memory. These tests compile
-the same expressions at the chapter's size (oaks x 100), so a JAX release that fuses them
-differently fails here, not in a learner's reading.
+The chapter says which sums make XLA write the `(n, p)` array they sum to memory. These tests
+compile the same expressions at the chapter's sizes, so a JAX release that fuses them
+differently fails here, not in a learner's reading. On jax 0.10 most of them were the other
+way round.
 """
 
 import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxcourse.hlo import intermediate_arrays
+from jaxcourse.hlo import entry_computation, intermediate_arrays, written_arrays
 from jaxcourse.reductions import column_sums, total
 
 SHAPE = (11_600, 114)
+"""oaks stacked 100 times, the size of the chapter's examples."""
+
+BLOCK_ROWS = 128
+"""The block of the column sums the course used on jax 0.10."""
 
 
-@pytest.fixture(scope="module")
-def pair():
-    return tuple(jax.ShapeDtypeStruct(SHAPE, jnp.float32) for _ in range(2))
+def operands(shape, count=2):
+    return [jax.ShapeDtypeStruct(shape, jnp.float32)] * count
 
 
-def written(fn, pair):
-    return intermediate_arrays(fn, *pair, shape=SHAPE)
+def written(fn, shape=SHAPE):
+    return intermediate_arrays(fn, *operands(shape), shape=shape)
 
 
-def test_plain_sums_write_the_product(pair):
-    """`jnp.sum(a * b)`, its column sums and `ones @ (a * b)` first write `a * b` to memory."""
-    assert len(written(lambda a, b: jnp.sum(a * b), pair)) == 1
-    assert len(written(lambda a, b: jnp.sum(a * b, axis=0), pair)) == 1
-    assert len(written(lambda a, b: jnp.ones(SHAPE[0]) @ (a * b), pair)) == 1
+def ones_on_the_right(a, b):
+    return jnp.sum((a * b) @ jnp.ones(a.shape[1], a.dtype))
 
 
-def test_reductions_fuse_the_product(pair):
-    """`total` and `column_sums` compute `a * b` inside their loops and write no `(n, p)` array."""
-    assert written(lambda a, b: total(a * b), pair) == []
-    assert written(lambda a, b: column_sums(a * b), pair) == []
+def ones_on_the_left(a, b):
+    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
 
 
-def test_elementwise_results_are_listed_and_parameters_are_not(pair):
-    """An array that two outputs need is written once; inputs and the result are not listed."""
-    assert written(lambda a, b: a * b, pair) == []
-    assert len(written(lambda a, b: jnp.sum(jnp.exp(a) @ jnp.eye(SHAPE[1]) + jnp.exp(a)), pair)) >= 1
+def blocks_of_rows(a, b):
+    """Column sums over blocks of `BLOCK_ROWS` rows, one batched matrix-vector product (jax 0.10's form)."""
+    x = a * b
+    whole = x.shape[0] // BLOCK_ROWS * BLOCK_ROWS
+    blocks = x[:whole].reshape(-1, BLOCK_ROWS, x.shape[1])
+    return jnp.einsum("bri,r->bi", blocks, jnp.ones(BLOCK_ROWS, x.dtype)).sum(axis=0) + jnp.sum(x[whole:], axis=0)
+
+
+@pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
+def test_plain_sums_fuse_the_product(shape):
+    """`jnp.sum(a * b)` and its column sums compute `a * b` inside the summing loop."""
+    assert written(lambda a, b: jnp.sum(a * b), shape) == {}
+    assert written(lambda a, b: jnp.sum(a * b, axis=0), shape) == {}
+
+
+@pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
+def test_products_with_ones_write_the_product(shape):
+    """`(a * b) @ ones` and `ones @ (a * b)` first write `a * b`, then pass it to a `dot`."""
+    assert written(ones_on_the_right, shape) == {"wrapped_multiply": shape}
+    assert written(ones_on_the_left, shape) == {"wrapped_multiply": shape}
+
+
+def test_blocks_write_the_product_in_another_shape():
+    """The sum over blocks of rows writes `a * b` rearranged into rows of `BLOCK_ROWS` entries:
+    no `(n, p)` array, but one as large, which `intermediate_arrays` lists."""
+    rearranged = (SHAPE[0] // BLOCK_ROWS * SHAPE[1], BLOCK_ROWS)
+    assert list(written(blocks_of_rows).values()) == [rearranged]
+
+
+def test_whether_a_plain_sum_fuses_depends_on_the_size():
+    """The chapter's caveat: tiny arrays are summed in one loop of XLA's own, mid-sized ones after
+    writing the products, and from a few thousand entries on (oaks) in one YNNPACK fusion."""
+    plain = lambda a, b: jnp.sum(a * b)  # noqa: E731
+    assert written(plain, (30, 20)) == {}
+    assert "ynn_fusion" not in entry_computation(plain, *operands((30, 20)))
+    assert written(plain, (60, 60)) == {"wrapped_multiply": (60, 60)}
+    assert written(plain, (63, 65)) == {"wrapped_multiply": (63, 65)}  # 4095 entries
+    assert written(plain, (64, 64)) == {}  # 4096 entries, the size `reductions` names
+    assert written(plain, (116, 114)) == {}
+    assert "ynn_fusion" in entry_computation(plain, *operands((116, 114)))
+
+
+def test_the_plain_sum_is_one_fusion_and_the_product_a_dot():
+    """What the chapter shows underneath: one fusion that reads `a` and `b`, against a loop that
+    writes `a * b` and a `dot` that reads it."""
+    plain = entry_computation(lambda a, b: jnp.sum(a * b), *operands(SHAPE))
+    assert plain.count(" fusion(") == 1 and " dot(" not in plain
+    product = entry_computation(ones_on_the_left, *operands(SHAPE))
+    assert "%wrapped_multiply = f32[11600,114]" in product and " dot(" in product
+
+
+@pytest.mark.parametrize("shape", [SHAPE, (116, 114)])
+def test_the_course_sums_are_fused(shape):
+    """`total` and `column_sums`, which level 5 uses, write no array as large as the one they sum."""
+    assert written(lambda a, b: total(a * b), shape) == {}
+    assert written(lambda a, b: column_sums(a * b), shape) == {}
+    assert intermediate_arrays(lambda s: column_sums(s * s), *operands(shape, 1), shape=shape) == {}
+
+
+def test_parameters_and_results_are_not_listed_but_shared_values_are():
+    """Inputs and results (one, or a tuple) are not listed; an array that two loops read is."""
+    assert written(lambda a, b: a * b) == {}
+    assert written(lambda a, b: (a * b, jnp.exp(a))) == {}
+
+    def exp_read_twice(a, b):
+        return jnp.exp(a) @ b[: SHAPE[1]].T, jnp.sum(jnp.exp(a), axis=0)
+
+    assert written(exp_read_twice) == {"wrapped_exponential": SHAPE}
+
+
+def test_small_arrays_are_written_but_not_listed():
+    """`written_arrays` has every array, `intermediate_arrays` only those as large as `shape`."""
+    arrays = written_arrays(ones_on_the_left, *operands(SHAPE))
+    assert (SHAPE[0], 1) in arrays.values()  # the vector of ones
+    assert written(ones_on_the_left) == {"wrapped_multiply": SHAPE}
 
 
 def test_loop_bodies_are_searched():
@@ -49,10 +119,4 @@ def test_loop_bodies_are_searched():
     def loop(x):
         return jax.lax.fori_loop(0, 3, lambda i, y: jnp.exp(y) @ jnp.eye(SHAPE[1]), x)
 
-    assert len(intermediate_arrays(loop, jax.ShapeDtypeStruct(SHAPE, jnp.float32), shape=SHAPE)) >= 1
-
-
-def test_small_arrays_fuse_ones_on_the_left_too():
-    """The chapter's caveat: whether XLA fuses `ones @ (a * b)` depends on the size."""
-    small = tuple(jax.ShapeDtypeStruct((300, 20), jnp.float32) for _ in range(2))
-    assert intermediate_arrays(lambda a, b: jnp.ones(300) @ (a * b), *small, shape=(300, 20)) == []
+    assert len(intermediate_arrays(loop, *operands(SHAPE, 1), shape=SHAPE)) >= 1

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Callable
 
 import jax
 
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%(?P<name>[\w.\-]+)\s.*\{$")
+_INSTRUCTION_NAME = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*[a-z]+\d*\[(?P<dims>[\d,]*)\]")
 _FUSED_BODY = re.compile(r"kind=k\w+, calls=%(?P<name>[\w.\-]+)")
+_NOT_WRITTEN = re.compile(r" (parameter|get-tuple-element|bitcast)\(")
+_ENTRY = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)", re.MULTILINE)
+_PASSES_ON = re.compile(r"\s(?:tuple|bitcast)\((?P<operands>[^)]*)\)")
+_ANNOTATIONS = re.compile(r", (?:metadata|backend_config|frontend_attributes|sharding)=.*$")
+
+
+def _compiled_text(fn: Callable, *args) -> str:
+    return jax.jit(fn).lower(*args).compile().as_text()
 
 
 def _computations(text: str) -> dict[str, list[str]]:
@@ -26,26 +36,66 @@ def _computations(text: str) -> dict[str, list[str]]:
     return computations
 
 
-def intermediate_arrays(fn: Callable, *args, shape: tuple[int, ...]) -> list[str]:
-    """The arrays of `shape` that `jax.jit(fn)(*args)`, once compiled, writes to memory
-    between its loops: the results of the instructions outside fused loops (in the entry
-    computation and in the bodies of `while` and `cond`), other than parameters, results and
-    tuple plumbing. Values computed inside one fused loop never reach memory and are not
-    listed. Names are XLA's, such as `wrapped_multiply`; the list is what to compare.
+def _shape(dims: str) -> tuple[int, ...]:
+    return tuple(int(size) for size in dims.split(",")) if dims else ()
+
+
+def _results(lines: list[str]) -> set[str]:
+    """The names of a computation's results: its ROOT, and what a ROOT tuple or bitcast passes on."""
+    by_name = {match["name"]: line for line in lines if (match := _INSTRUCTION_NAME.match(line))}
+    root = next(_INSTRUCTION_NAME.match(line)["name"] for line in lines if line.lstrip().startswith("ROOT"))
+    results, pending = set(), [root]
+    while pending:
+        name = pending.pop()
+        results.add(name)
+        passes_on = _PASSES_ON.search(by_name[name])
+        if passes_on:
+            pending += re.findall(r"%([\w.\-]+)", passes_on["operands"])
+    return results
+
+
+def written_arrays(fn: Callable, *args) -> dict[str, tuple[int, ...]]:
+    """The arrays that `jax.jit(fn)(*args)`, once compiled, writes to memory between its
+    loops, as {XLA's name: shape}.
+
+    These are the results of the instructions outside fused loops (in the entry computation
+    and in the bodies of `while` and `cond`), other than parameters, the program's results,
+    the ROOT of every body, tuple plumbing and bitcasts (which only rename memory). Values
+    computed inside one fused loop never reach memory and are not listed. `args` may be
+    arrays or `jax.ShapeDtypeStruct`s.
     """
-    text = jax.jit(fn).lower(*args).compile().as_text()
+    text = _compiled_text(fn, *args)
     computations = _computations(text)
     fused_bodies = {match["name"] for match in _FUSED_BODY.finditer(text)}
-    wanted = ",".join(str(size) for size in shape)
-    found = []
+    results = _results(computations[_ENTRY.search(text)["name"]])
+    written = {}
     for name, lines in computations.items():
         if name in fused_bodies:
             continue
         for line in lines:
             match = _INSTRUCTION.match(line)
-            if not match or match["dims"] != wanted or line.lstrip().startswith("ROOT"):
-                continue
-            if re.search(r" (parameter|get-tuple-element|bitcast)\(", line):
-                continue
-            found.append(match["name"])
-    return found
+            is_root = line.lstrip().startswith("ROOT")
+            if match and match["name"] not in results and not is_root and not _NOT_WRITTEN.search(line):
+                written[match["name"]] = _shape(match["dims"])
+    return written
+
+
+def intermediate_arrays(fn: Callable, *args, shape: tuple[int, ...]) -> dict[str, tuple[int, ...]]:
+    """The arrays that `jax.jit(fn)(*args)` writes between its loops (see `written_arrays`) and
+    that hold at least half as many entries as an array of `shape`, as {XLA's name: shape}.
+
+    Size, not shape, because XLA may write an `(n, p)` value in another shape: rearranged into
+    blocks, or all but its last rows. Half, because no such array is cheap: writing it costs at
+    least half a pass over an array of `shape`.
+    """
+    at_least = math.prod(shape) / 2
+    return {name: dims for name, dims in written_arrays(fn, *args).items() if math.prod(dims) >= at_least}
+
+
+def entry_computation(fn: Callable, *args) -> str:
+    """The top level of `jax.jit(fn)(*args)` once compiled: the instructions of XLA's entry
+    computation, one per line, without their metadata. Each `fusion` is one loop; an array
+    that one instruction passes to another is in memory (a bitcast only renames it)."""
+    text = _compiled_text(fn, *args)
+    lines = _computations(text)[_ENTRY.search(text)["name"]]
+    return "\n".join(_ANNOTATIONS.sub("", line.strip()) for line in lines)

@@ -245,7 +245,7 @@ def newton_momentum(
 
     def update_fn(updates, state, params=None, *, curvature, reduce=None, **extra_args):
         del params, extra_args
-        # total: a sum as a matrix-vector product, one loop with g * v (see reductions).
+        # total: the sum XLA fuses with the product g * v, writing no (n, p) array (see reductions).
         slope = sum(total(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
         if reduce is not None:  # the parameters are split over devices: sum the partial slopes
             slope = reduce(slope)

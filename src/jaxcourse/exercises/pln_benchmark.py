@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import exercise_checker, require
-from ..reductions import BLOCK_ROWS
 
 
 @exercise_checker("time to reach a target ELBO")
@@ -149,52 +148,98 @@ def check_momentum_update(momentum_update):
         require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
 
 
-FUSION_SHAPE = (100 * BLOCK_ROWS, 114)
-"""The size at which the column-sums checker asks XLA what it writes: 100 blocks of 128 rows,
-about the size of oaks stacked 100 times."""
+FUSION_SHAPE = (11_600, 114)
+"""The size at which the column-sums checker asks XLA what it writes: oaks stacked 100 times."""
+
+COLUMN_SUMS_SHAPES = ((300, 7), (1, 5), (128, 1))
+"""Shapes whose column sums the checker compares: rows that are no multiple of a block, a single
+row, a single column."""
+
+
+def _column_sums_values(column_sums, x, under_jit: bool) -> np.ndarray:
+    """`column_sums(x)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
+    typical one."""
+    try:
+        got = jax.jit(column_sums)(x) if under_jit else column_sums(x)
+    except jax.errors.TracerArrayConversionError:
+        require(False, "under jit x is a tracer, which NumPy cannot read: sum with jnp, not np.")
+    except (TypeError, ValueError) as error:
+        message = str(error)
+        require(
+            "reshape" not in message,
+            f"your code cuts the rows into blocks and fails for {x.shape[0]} rows ({message[:100]}). "
+            "Column sums must work for any number of rows, and on this jax blocks do not help.",
+        )
+        require(
+            not any(word in message for word in ("dot_general", "matmul", "does not match previous terms")),
+            f"the shapes do not fit a product ({message[:100]}): a vector of ones that adds up the "
+            "rows needs one entry per row.",
+        )
+        raise
+    require(got is not None, "return the column sums.")
+    return np.asarray(got, np.float64)
+
+
+def _require_column_sums_values(column_sums, shape) -> None:
+    """The values of `column_sums` on one random float32 array of `shape`, eagerly and under jit."""
+    x = jnp.asarray(np.random.default_rng(5).normal(size=shape), jnp.float32)
+    expected = np.asarray(x, np.float64).sum(axis=0)
+    for under_jit in (False, True):
+        how = "under jit" if under_jit else "eagerly"
+        got = _column_sums_values(column_sums, x, under_jit)
+        require(
+            got.shape != (),
+            f"for shape {shape} you returned one number: that sums every entry. Column sums add "
+            "over the rows only, one number per column (axis=0).",
+        )
+        require(
+            got.shape != (shape[0],) or shape[0] == shape[1],
+            f"for shape {shape} you returned {shape[0]} numbers, one per row: those are row sums. "
+            "Column sums add over the rows, one number per column.",
+        )
+        require(got.shape == expected.shape, f"for shape {shape} expected shape {expected.shape}, got {got.shape}.")
+        require(
+            np.allclose(got, expected, rtol=1e-5, atol=1e-5),
+            f"for shape {shape}, {how}, expected {expected}, got {got}.",
+        )
+
+
+def _require_one_loop(column_sums) -> None:
+    """For `x = a * b` at `FUSION_SHAPE`, XLA writes no array as large as `x` before summing."""
+    from ..hlo import intermediate_arrays
+
+    rows = COLUMN_SUMS_SHAPES[0]
+    n_operations = len(jax.make_jaxpr(column_sums)(jnp.zeros(rows, jnp.float32)).jaxpr.eqns)
+    require(
+        n_operations < rows[0],
+        f"your code adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
+        f"operations for {rows[0]} rows. One loop means one loop in the compiled program: let one "
+        "jnp reduction add up the rows.",
+    )
+    operands = [jax.ShapeDtypeStruct(FUSION_SHAPE, jnp.float32)] * 2
+    written = intermediate_arrays(lambda a, b: column_sums(a * b), *operands, shape=FUSION_SHAPE)
+    if not written:
+        return
+    primitives = {eq.primitive.name for eq in jax.make_jaxpr(column_sums)(operands[0]).jaxpr.eqns}
+    version = f"jax {jax.__version__}"
+    require(
+        not {"reshape", "dot_general"} <= primitives,
+        f"the numbers are right, but to cut a * b into blocks of rows XLA writes it to memory, "
+        f"rearranged (it wrote {written}). On {version} the blocks cost a pass instead of saving one.",
+    )
+    require(
+        "dot_general" not in primitives,
+        f"the numbers are right, but for x = a * b XLA writes a * b to memory before it sums (it "
+        f"wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
+        "outside the loop that computes a * b. A plain reduction over the rows is fused.",
+    )
+    require(False, f"the numbers are right, but for x = a * b XLA writes {written} to memory before it sums.")
 
 
 @exercise_checker("column sums in one loop")
 def check_column_sums(column_sums):
-    """`column_sums(x)`: `jnp.sum(x, axis=0)` of a 2-D `x` whose rows are a multiple of
-    `BLOCK_ROWS` (128, the block of `reductions.column_sums`),
-    computed so that for `x = a * b` XLA writes no `(n, p)` array to memory."""
-    from ..hlo import intermediate_arrays
-
-    x = jnp.asarray(np.random.default_rng(5).normal(size=(2 * BLOCK_ROWS, 5)), jnp.float32)
-    try:
-        got = column_sums(x)
-    except (TypeError, ValueError) as error:
-        shape_words = ("dot_general", "matmul", "does not match previous terms")
-        require(
-            not any(word in str(error) for word in shape_words),
-            f"the shapes do not fit a product ({str(error)[:120]}): the vector of ones needs one "
-            f"entry per row it adds up, {BLOCK_ROWS} for a block of {BLOCK_ROWS} rows.",
-        )
-        raise
-    require(got is not None, "return the column sums.")
-    got = np.asarray(got)
-    expected = np.asarray(x, np.float64).sum(axis=0)
-    require(
-        got.shape != (x.shape[0],),
-        f"you returned {x.shape[0]} numbers, one per row: those are row sums. Column sums add "
-        "over the rows, one number per column.",
-    )
-    require(got.shape == expected.shape, f"expected shape {expected.shape} (one sum per column), got {got.shape}.")
-    require(np.allclose(got, expected, rtol=1e-5, atol=1e-5), f"expected {expected}, got {got}.")
-    operands = [jax.ShapeDtypeStruct(FUSION_SHAPE, jnp.float32)] * 2
-    written = intermediate_arrays(lambda a, b: column_sums(a * b), *operands, shape=FUSION_SHAPE)
-    if written:
-        primitives = {eq.primitive.name for eq in jax.make_jaxpr(column_sums)(operands[0]).jaxpr.eqns}
-        require(
-            "dot_general" in primitives,
-            "the numbers are right, but for x = a * b XLA writes a * b to memory before it sums "
-            "(jnp.sum compiles into two loops). Use a product with a vector of ones instead.",
-        )
-        require(
-            False,
-            "the numbers are right, but for x = a * b XLA still writes a * b to memory: at this "
-            f"size it hands ones @ x to its matrix library (it wrote {written}). Cut the rows into "
-            f"blocks, x.reshape(-1, {BLOCK_ROWS}, x.shape[1]), sum every block with jnp.einsum and "
-            f"a vector of {BLOCK_ROWS} ones, then add up the block sums.",
-        )
+    """`column_sums(x)`: `jnp.sum(x, axis=0)` of any 2-D `x`, eagerly and under jit, computed
+    so that for `x = a * b` XLA writes no array as large as `x` to memory."""
+    for shape in COLUMN_SUMS_SHAPES:
+        _require_column_sums_values(column_sums, shape)
+    _require_one_loop(column_sums)
