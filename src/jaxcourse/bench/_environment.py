@@ -8,23 +8,14 @@ from importlib import metadata
 
 import jax
 
+from ..jit_parity import cpu_model  # the upstream reproducer reports it too, and stands alone
+
 
 def _version(package: str) -> str:
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as cpuinfo:
-            for line in cpuinfo:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def nvidia_gpu_listed() -> bool:
@@ -56,7 +47,7 @@ def environment() -> dict[str, str]:
         "backend": jax.default_backend(),
         "device": getattr(device, "device_kind", str(device)),
         "device_count": str(jax.device_count()),
-        "cpu": _cpu_model(),
+        "cpu": cpu_model(),
         "jax": jax.__version__,
         "jaxlib": _version("jaxlib"),
         "optax": _version("optax"),
