@@ -7,6 +7,7 @@ import optax
 import pytest
 import torch
 
+from jaxcourse.hlo import intermediate_arrays
 from jaxcourse.pln import (
     as_float64,
     DEFAULT_OPTIMIZER,
@@ -273,3 +274,15 @@ def test_cholesky_and_precision_invert_the_covariance():
         np.testing.assert_allclose(np.asarray(chol @ chol.T), np.asarray(covariance), rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(np.asarray(precision), np.linalg.inv(np.asarray(covariance)), rtol=1e-10, atol=1e-10)
         np.testing.assert_array_equal(np.asarray(precision), np.asarray(precision).T)
+
+
+def test_evaluate_writes_no_constant_array(oaks):
+    """The Poisson sum takes log|S|, not 0.5 log S^2: inside XLA:CPU's YNNPACK fusion of that sum
+    (jax 0.12) the constant 0.5 became an (n, p) array written at every iteration. What the
+    compiled evaluation writes: the rate A, S^2, the residuals and the precision product."""
+    problem = level5.prepare(oaks)
+    variational = init_variational(oaks)
+    written = intermediate_arrays(level5.evaluate, problem, variational, shape=oaks.counts.shape)
+    n_by_p = sorted(name for name, shape in written.items() if shape == oaks.counts.shape)
+    assert not [name for name in n_by_p if "broadcast" in name], n_by_p
+    assert len(n_by_p) <= 4, n_by_p
