@@ -5,6 +5,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 
 from jaxcourse.exercises import jit as exercises
@@ -253,3 +254,121 @@ def test_compile_for_warming_up_with_data_fails():
 def test_compile_for_wrong_return_shape_fails(bad):
     verdict = exercises.check_compile_for(lambda fn, shape, dtype: bad)
     assert not verdict
+
+
+# Exercise 5: check jit against float64 -----------------------------------------------------------
+
+
+def agrees_with_float64(fn, x, rtol=1e-4):
+    jitted = float(jax.jit(fn)(x))
+    with jax.enable_x64(True):
+        reference = float(fn(np.asarray(x, np.float64)))
+    return abs(jitted - reference) <= rtol * abs(reference)
+
+
+def test_agrees_with_float64_reference_passes():
+    """jit on x as given, float64 reference under enable_x64, tolerance relative to the reference."""
+    verdict = exercises.check_agrees_with_float64(agrees_with_float64)
+    assert verdict, verdict.message
+
+
+def test_agrees_with_float64_isclose_passes():
+    """np.isclose(jit, reference, rtol=rtol) is relative to its second argument, as it should be."""
+
+    def with_isclose(fn, x, rtol=1e-4):
+        with jax.enable_x64(True):
+            reference = fn(np.asarray(x, np.float64))
+        return np.isclose(jax.jit(fn)(x), reference, rtol=rtol)
+
+    verdict = exercises.check_agrees_with_float64(with_isclose)
+    assert verdict, verdict.message
+
+
+def test_agrees_with_float64_stub_is_not_yet():
+    assert_not_yet(exercises.check_agrees_with_float64(stub), "no answer yet")
+
+
+def test_agrees_with_float64_simulated_miscompile_is_wrong_only_under_jit():
+    """The checker's miscompilation on demand: eager JAX right, jit off by exactly `error`."""
+    fn = exercises._wrong_under_jit(1.0)
+    x = jnp.full(1_000, 1_000.0)
+    assert float(fn(x)) == 1e6
+    assert float(jax.jit(fn)(x)) == 1e6 + 1
+
+
+def test_agrees_with_float64_float32_cancellation_fools_a_float32_reference():
+    """sum(exp(x) - 1) at x = 1e-8: eager float32 equals jit (both 0), float64 does not."""
+    x = jnp.full(1_000, 1e-8, jnp.float32)
+    assert float(exercises._exp_minus_one_sum(x)) == float(jax.jit(exercises._exp_minus_one_sum)(x)) == 0.0
+    with jax.enable_x64(True):
+        assert float(exercises._exp_minus_one_sum(np.asarray(x, np.float64))) == pytest.approx(1e-5, rel=1e-6)
+
+
+def test_agrees_with_float64_absolute_tolerance_fails():
+    def absolute(fn, x, rtol=1e-4):
+        with jax.enable_x64(True):
+            reference = float(fn(np.asarray(x, np.float64)))
+        return abs(float(jax.jit(fn)(x)) - reference) <= rtol
+
+    assert_not_yet(exercises.check_agrees_with_float64(absolute), "relative to the reference")
+
+
+def test_agrees_with_float64_float32_eager_reference_fails():
+    """Comparing jit with eager float32 shares float32's rounding."""
+
+    def float32_reference(fn, x, rtol=1e-4):
+        reference = float(fn(x))
+        return abs(float(jax.jit(fn)(x)) - reference) <= rtol * abs(reference)
+
+    assert_not_yet(exercises.check_agrees_with_float64(float32_reference), "shares float32's rounding")
+
+
+def test_agrees_with_float64_without_enable_x64_fails():
+    """np.float64 data without enable_x64: JAX rounds it back to float32."""
+
+    def no_x64(fn, x, rtol=1e-4):
+        reference = float(fn(np.asarray(x, np.float64)))
+        return abs(float(jax.jit(fn)(x)) - reference) <= rtol * abs(reference)
+
+    assert_not_yet(exercises.check_agrees_with_float64(no_x64), "enable_x64")
+
+
+def test_agrees_with_float64_returning_the_difference_fails():
+    def difference(fn, x, rtol=1e-4):
+        with jax.enable_x64(True):
+            reference = float(fn(np.asarray(x, np.float64)))
+        return abs(float(jax.jit(fn)(x)) - reference)
+
+    assert_not_yet(exercises.check_agrees_with_float64(difference), "not the difference")
+
+
+def test_agrees_with_float64_reversed_comparison_fails():
+    assert_not_yet(
+        exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: not agrees_with_float64(fn, x, rtol)),
+        "answers are reversed",
+    )
+
+
+def test_agrees_with_float64_without_jit_fails():
+    """Eager against float64 cannot see a miscompilation."""
+
+    def eager(fn, x, rtol=1e-4):
+        value = float(fn(x))
+        with jax.enable_x64(True):
+            reference = float(fn(np.asarray(x, np.float64)))
+        return abs(value - reference) <= rtol * abs(reference)
+
+    assert_not_yet(exercises.check_agrees_with_float64(eager), "compare jax.jit(fn)(x)")
+
+
+def test_agrees_with_float64_fixed_rtol_fails():
+    assert_not_yet(
+        exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: agrees_with_float64(fn, x)), "rtol argument"
+    )
+
+
+def test_agrees_with_float64_exception_is_reported():
+    def broken(fn, x, rtol=1e-4):
+        raise ValueError("oops")
+
+    assert_not_yet(exercises.check_agrees_with_float64(broken), "raised ValueError")
