@@ -11,13 +11,16 @@ import jax.numpy as jnp
 import pytest
 
 from jaxcourse.hlo import entry_computation, intermediate_arrays, written_arrays
-from jaxcourse.reductions import column_sums, total
+from jaxcourse.reductions import BLOCK_ROWS, SUM_FORMS, column_sums, total
 
 SHAPE = (11_600, 114)
 """oaks stacked 100 times, the size of the chapter's examples."""
 
-BLOCK_ROWS = 128
-"""The block of the column sums the course used on jax 0.10."""
+plain_sum = SUM_FORMS["jnp.sum(a * b)"]
+plain_column_sums = SUM_FORMS["jnp.sum(a * b, axis=0)"]
+ones_on_the_right = SUM_FORMS["jnp.sum((a * b) @ ones)"]
+ones_on_the_left = SUM_FORMS["ones @ (a * b)"]
+blocks_of_rows = SUM_FORMS[f"blocks of {BLOCK_ROWS} rows"]
 
 
 def operands(shape, count=2):
@@ -28,27 +31,11 @@ def written(fn, shape=SHAPE):
     return intermediate_arrays(fn, *operands(shape), shape=shape)
 
 
-def ones_on_the_right(a, b):
-    return jnp.sum((a * b) @ jnp.ones(a.shape[1], a.dtype))
-
-
-def ones_on_the_left(a, b):
-    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
-
-
-def blocks_of_rows(a, b):
-    """Column sums over blocks of `BLOCK_ROWS` rows, one batched matrix-vector product (jax 0.10's form)."""
-    x = a * b
-    whole = x.shape[0] // BLOCK_ROWS * BLOCK_ROWS
-    blocks = x[:whole].reshape(-1, BLOCK_ROWS, x.shape[1])
-    return jnp.einsum("bri,r->bi", blocks, jnp.ones(BLOCK_ROWS, x.dtype)).sum(axis=0) + jnp.sum(x[whole:], axis=0)
-
-
 @pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
 def test_plain_sums_fuse_the_product(shape):
     """`jnp.sum(a * b)` and its column sums compute `a * b` inside the summing loop."""
-    assert written(lambda a, b: jnp.sum(a * b), shape) == {}
-    assert written(lambda a, b: jnp.sum(a * b, axis=0), shape) == {}
+    assert written(plain_sum, shape) == {}
+    assert written(plain_column_sums, shape) == {}
 
 
 @pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
@@ -68,20 +55,19 @@ def test_blocks_write_the_product_in_another_shape():
 def test_whether_a_plain_sum_fuses_depends_on_the_size():
     """The chapter's caveat: tiny arrays are summed in one loop of XLA's own, mid-sized ones after
     writing the products, and from a few thousand entries on (oaks) in one YNNPACK fusion."""
-    plain = lambda a, b: jnp.sum(a * b)  # noqa: E731
-    assert written(plain, (30, 20)) == {}
-    assert "ynn_fusion" not in entry_computation(plain, *operands((30, 20)))
-    assert written(plain, (60, 60)) == {"wrapped_multiply": (60, 60)}
-    assert written(plain, (63, 65)) == {"wrapped_multiply": (63, 65)}  # 4095 entries
-    assert written(plain, (64, 64)) == {}  # 4096 entries, the size `reductions` names
-    assert written(plain, (116, 114)) == {}
-    assert "ynn_fusion" in entry_computation(plain, *operands((116, 114)))
+    assert written(plain_sum, (30, 20)) == {}
+    assert "ynn_fusion" not in entry_computation(plain_sum, *operands((30, 20)))
+    assert written(plain_sum, (60, 60)) == {"wrapped_multiply": (60, 60)}
+    assert written(plain_sum, (63, 65)) == {"wrapped_multiply": (63, 65)}  # 4095 entries
+    assert written(plain_sum, (64, 64)) == {}  # 4096 entries, the size `reductions` names
+    assert written(plain_sum, (116, 114)) == {}
+    assert "ynn_fusion" in entry_computation(plain_sum, *operands((116, 114)))
 
 
 def test_the_plain_sum_is_one_fusion_and_the_product_a_dot():
     """What the chapter shows underneath: one fusion that reads `a` and `b`, against a loop that
     writes `a * b` and a `dot` that reads it."""
-    plain = entry_computation(lambda a, b: jnp.sum(a * b), *operands(SHAPE))
+    plain = entry_computation(plain_sum, *operands(SHAPE))
     assert plain.count(" fusion(") == 1 and " dot(" not in plain
     product = entry_computation(ones_on_the_left, *operands(SHAPE))
     assert "%wrapped_multiply = f32[11600,114]" in product and " dot(" in product

@@ -54,13 +54,16 @@ def test_tree_map_is_leaf_none_fix():
     assert out == {"b": 1.0, "w": 0.0}
 
 
+class PlainAffine:
+    """The chapter's unregistered class: to JAX, one leaf that is not an array."""
+
+    def __init__(self, w, b):
+        self.w = w
+        self.b = b
+
+
 def test_jit_rejects_plain_class():
     """Chapter: an unregistered class is one leaf, which jit cannot turn into an array."""
-
-    class PlainAffine:
-        def __init__(self, w, b):
-            self.w = w
-            self.b = b
 
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
     with pytest.raises(TypeError, match=r"as an abstract array.*PlainAffine'> and was passed to the function at path model"):
@@ -69,11 +72,6 @@ def test_jit_rejects_plain_class():
 
 def test_scan_rejects_plain_class_carry():
     """Chapter (case study): scan must take its carry apart into arrays, so a plain class fails."""
-
-    class PlainAffine:
-        def __init__(self, w, b):
-            self.w = w
-            self.b = b
 
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
     with pytest.raises(TypeError, match=r"of type '<class '.*PlainAffine'>' is not a valid JAX type"):

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcourse.reductions import column_sums, total
+from jaxcourse.reductions import SUM_FORMS, column_sums, column_sums_in_blocks, total
 
 
 @pytest.mark.parametrize("shape", [(), (7,), (13, 5), (3, 4, 6)])
@@ -53,3 +53,23 @@ def test_column_sums_rejects_other_ranks(shape):
     """Only a 2-D array has columns; anything else is a clear ValueError naming the shape."""
     with pytest.raises(ValueError, match=r"2-D array, got shape"):
         column_sums(jnp.zeros(shape))
+
+
+@pytest.mark.parametrize("n_rows", [1, 128, 300])
+def test_column_sums_in_blocks_equal_sum_over_rows(n_rows):
+    """jax 0.10's blocked column sums, kept for the chapter's comparison, are still column sums,
+    with fewer rows than a block, exactly one block, and a remainder."""
+    values = np.random.default_rng(n_rows).normal(size=(n_rows, 7))
+    with jax.enable_x64(True):
+        np.testing.assert_allclose(column_sums_in_blocks(jnp.asarray(values)), values.sum(axis=0), rtol=1e-12)
+
+
+def test_sum_forms_compute_what_their_names_say():
+    """Each form the chapter compares equals, in float64, the sum its name writes: of all entries
+    for the first two, over the rows for the others."""
+    a, b = np.random.default_rng(1).normal(size=(2, 300, 7))
+    with jax.enable_x64(True):
+        for name, form in SUM_FORMS.items():
+            totals = {"jnp.sum(a * b)", "jnp.sum((a * b) @ ones)"}
+            expected = (a * b).sum() if name in totals else (a * b).sum(axis=0)
+            np.testing.assert_allclose(form(jnp.asarray(a), jnp.asarray(b)), expected, rtol=1e-12, err_msg=name)
