@@ -18,10 +18,12 @@ import pytest
 from scipy.special import gammaln
 
 from jaxcourse import jit_parity
-from jaxcourse.pln import Variational, closed_form_params, elbo_statistics, init_variational, level5, load_oaks
+from jaxcourse.pln import Variational, closed_form_params, elbo_statistics, init_variational, level5, load_oaks, profiled
 from jaxcourse.pln import log_factorial, negative_elbo
-from jaxcourse.notebooks import JAX_VERSION as PINNED_JAX  # requirements.txt's pin (tests/test_colab.py)
 from jaxcourse.reductions import column_sums, total
+from tools.book import pinned_jax_version
+
+PINNED_JAX = pinned_jax_version()  # requirements.txt's pin, which the Colab setup cell installs
 
 known_cpu_miscompilation = pytest.mark.xfail(
     jax.__version__ == PINNED_JAX and jax.default_backend() == "cpu",
@@ -156,7 +158,7 @@ def test_log_factorial_sums(problem):
     assert_jit_and_eager_match(lambda y: jnp.sum(log_factorial(y)), (data.counts,), expected, expected)
     assert_jit_and_eager_match(lambda y: total(log_factorial(y)), (data.counts,), expected, expected)
     constant_terms = np.where(counts > 0, counts * np.log(np.maximum(counts, 1)), 0) - counts - gammaln(counts + 1)
-    np.testing.assert_allclose(level5.log_factorial_constant(data.counts), constant_terms.sum(), rtol=1e-12)
+    np.testing.assert_allclose(profiled.log_factorial_constant(data.counts), constant_terms.sum(), rtol=1e-12)
 
 
 def test_level5_poisson_sum(problem):
@@ -166,8 +168,8 @@ def test_level5_poisson_sum(problem):
     mean, variance = float64(variational.latent_mean), float64(variational.latent_sqrt_var) ** 2
     log_counts = np.log(np.where(counts > 0, counts, 1))
     terms = counts * (mean + offsets - log_counts) + counts - np.exp(offsets + mean + variance / 2) + np.log(variance) / 2
-    prepared = level5.prepare(data)
-    assert_jit_and_eager_match(level5.poisson_sum, (prepared, variational), terms.sum(), np.abs(terms).sum())
+    prepared = profiled.prepare(data)
+    assert_jit_and_eager_match(profiled.poisson_sum, (prepared, variational), terms.sum(), np.abs(terms).sum())
 
 
 def assert_leaves_close(jitted, eager):
@@ -179,10 +181,10 @@ def assert_leaves_close(jitted, eager):
 def test_level5_evaluation_and_elbo_gradient(problem):
     """The whole profiled ELBO (level 5's `evaluate`) and the levels' gradient, jit against eager."""
     data, variational = problem
-    prepared = level5.prepare(data)
+    prepared = profiled.prepare(data)
     with jax.disable_jit():
-        eager = level5.evaluate(prepared, variational)
-    jitted = jax.jit(level5.evaluate)(prepared, variational)
+        eager = profiled.evaluate(prepared, variational)
+    jitted = jax.jit(profiled.evaluate)(prepared, variational)
     np.testing.assert_allclose(jitted.elbo, eager.elbo, rtol=1e-5)
     assert_leaves_close(jitted.grad, eager.grad)
 

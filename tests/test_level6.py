@@ -14,7 +14,7 @@ def test_four_devices_are_simulated():
 
 @pytest.mark.parametrize(
     "optimizer",
-    [level5.DEFAULT_OPTIMIZER, level5.NEWTON_RPROP, level5.NEWTON_MOMENTUM],
+    [level5.RPROP, level5.NEWTON_RPROP, level5.NEWTON_MOMENTUM],
     ids=["rprop", "newton-rprop", "newton-momentum"],
 )
 def test_sharded_fit_equals_level5_in_float64(key, optimizer):

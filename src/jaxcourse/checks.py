@@ -61,8 +61,88 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
     return ExerciseSummary(table)
 
 
+def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
+    """True when `actual` has the structure and shapes of `expected` and its values are close.
+
+    The one comparison every checker uses. Both may be arrays, numbers or pytrees (tuples,
+    NamedTuples, dicts) of them; a different tree structure, a different shape, a value that
+    cannot be converted to an array, or a NaN where `expected` has none gives False, never
+    an exception (a checker then reports a hint, not a crash).
+    """
+    import jax
+    import numpy as np
+
+    try:
+        actual_leaves, actual_tree = jax.tree.flatten(actual)
+        expected_leaves, expected_tree = jax.tree.flatten(expected)
+        if actual_tree != expected_tree:
+            return False
+        for got, want in zip(actual_leaves, expected_leaves):
+            got, want = np.asarray(got), np.asarray(want)
+            if got.shape != want.shape or got.dtype == object:
+                return False
+            if not np.allclose(got, want, rtol=rtol, atol=atol, equal_nan=True):
+                return False
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 class CheckFailed(Exception):
     """Raised inside a checker to fail with a hint for the learner."""
+
+
+class AnswerRaised(Exception):
+    """Raised by `call_answer` when the learner's own code raised: reported as
+    'your code raised ...', never as a hint and never as a checker error."""
+
+
+CHECKER_ERROR = "checker error, please report it"
+"""The start of the verdict given when a checker itself crashed (a bug in the course, not in
+the answer); tests/test_checkers_never_crash.py fails on it."""
+
+_TRACED_PYTHON_HINT = (
+    "{what} used a traced value where Python needs a concrete one ({error}): under jax.jit an "
+    "argument is an abstract tracer, so a Python `if`/`while`, `bool()`, `int()` or `float()` on it "
+    "fails. Use jnp.where, lax.cond/lax.switch or lax.while_loop on traced values, or mark the "
+    "argument static."
+)
+
+
+def require_callable(answer, what: str = "your function") -> None:
+    """Fails with a hint unless `answer` is callable (check this before wrapping it in jax.jit)."""
+    require(callable(answer), f"{what} should be a function (a callable), got a {type(answer).__name__}.")
+
+
+def call_answer(answer, *args, what: str = "your function"):
+    """Calls the learner's `answer(*args)` and returns its result.
+
+    Checkers call learner code only through this, so that a failure in it is told apart from a
+    bug in the checker: a value that is not callable fails with a hint; a Python `if` on a
+    traced value (`TracerBoolConversionError`, `ConcretizationTypeError`, ...) fails with a hint
+    saying so; `NotImplementedError` (a stub) and `CheckFailed` pass through; any other exception
+    becomes `AnswerRaised`, reported as 'your code raised ...'.
+    """
+    import jax
+
+    require_callable(answer, what)
+    try:
+        return answer(*args)
+    except (CheckFailed, AnswerRaised, NotImplementedError):
+        raise
+    except jax.errors.ConcretizationTypeError as error:  # TracerBoolConversionError is a subclass
+        raise CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__)) from error
+    except (jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError) as error:
+        raise CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__)) from error
+    except TypeError as error:
+        if error.__traceback__.tb_next is None:  # raised by the call itself: a wrong signature
+            raise CheckFailed(
+                f"{what} cannot be called with {len(args)} argument(s) ({error}): check its parameters "
+                "against the exercise's stub."
+            ) from error
+        raise AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}") from error
+    except Exception as error:
+        raise AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}") from error
 
 
 def require(condition: bool, hint: str) -> None:
@@ -105,12 +185,38 @@ def exercise_checker(exercise: str) -> Callable:
                 return Verdict(exercise, False, f"Hint: {failure}")
             except NotImplementedError:
                 return Verdict(exercise, False, "no answer yet: the stub still raises NotImplementedError.")
-            except Exception as error:  # the learner's code failed: report it, never crash the notebook
+            except AnswerRaised as error:
+                return Verdict(exercise, False, f"your code raised {error}")
+            except Exception as error:  # never crash the notebook; say whose code failed
+                if _raised_in_learner_code(error):
+                    return Verdict(
+                        exercise, False, f"your code raised {type(error).__name__}: {str(error)[:300]}"
+                    )
                 return Verdict(
-                    exercise, False, f"your code raised {type(error).__name__}: {str(error)[:300]}"
+                    exercise, False, f"{CHECKER_ERROR}: {type(error).__name__}: {str(error)[:300]}"
                 )
             return Verdict(exercise, True, "correct, well done.")
 
+        checker.__exercise__ = exercise
         return checker
 
     return decorate
+
+
+def _raised_in_learner_code(error: BaseException) -> bool:
+    """True when a frame of the traceback of `error` lies outside this package, the standard
+    library and the installed libraries: the learner's own code (a notebook cell, a test file)
+    was running when it raised, for checkers that call it without `call_answer`."""
+    import sysconfig
+    import traceback
+
+    package = os.path.dirname(os.path.abspath(__file__))
+    libraries = {os.path.abspath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    for frame, _ in traceback.walk_tb(error.__traceback__):
+        filename = os.path.abspath(frame.f_code.co_filename)
+        if filename.startswith(package) or any(filename.startswith(lib) for lib in libraries):
+            continue
+        if frame.f_code.co_filename.startswith("<frozen"):
+            continue
+        return True
+    return False

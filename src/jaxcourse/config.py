@@ -3,6 +3,7 @@ and the thread limit for BLAS and LAPACK that large CPU fits need."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import jax
@@ -18,7 +19,17 @@ def by_device(*, cpu, accelerator):
     return accelerator if on_accelerator() else cpu
 
 
-def limit_blas_threads(limit: int = 1):
+def check_thread_limit(limit) -> None:
+    """Raises unless `limit` is None (no limit) or an int of at least 1."""
+    if limit is None:
+        return
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise TypeError(f"a thread limit must be an int or None, got {type(limit).__name__}.")
+    if limit < 1:
+        raise ValueError(f"a thread limit must be at least 1, got {limit}.")
+
+
+def limit_blas_threads(limit: int | None = 1):
     """Lets the BLAS and LAPACK libraries in this process use at most `limit` threads.
 
     On a CPU, JAX runs small factorisations such as `jnp.linalg.cholesky` and triangular
@@ -30,16 +41,16 @@ def limit_blas_threads(limit: int = 1):
     little. The benchmark chapter measures both cases.
 
     Args:
-        limit: the most threads BLAS and LAPACK may use, at least 1.
+        limit: the most threads BLAS and LAPACK may use, at least 1; None for no limit.
 
     Returns:
-        The `threadpoolctl.threadpool_limits` object. The limit holds until its
-        `restore_original_limits()` is called or, used as a context manager, until its block ends.
+        The `threadpoolctl.threadpool_limits` object (a context manager that does nothing
+        for None). The limit holds until its `restore_original_limits()` is called or, used
+        as a context manager, until its block ends.
     """
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise TypeError(f"limit must be an int, got {type(limit).__name__}.")
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, got {limit}.")
+    check_thread_limit(limit)
+    if limit is None:
+        return contextlib.nullcontext()
     # JAX loads SciPy's LAPACK at its first factorisation; load it now, so that the limit
     # reaches it (threadpoolctl changes only the libraries already loaded).
     import scipy.linalg.cython_lapack  # noqa: F401

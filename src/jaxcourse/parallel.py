@@ -47,6 +47,27 @@ def course_devices(count: int = 4) -> list[jax.Device]:
     return cpus[:count]
 
 
+def sample_mesh(n_devices: int | None = None) -> Mesh:
+    """A one-axis mesh, axis `AXIS`, over the first `n_devices` devices (all of them by default)."""
+    devices = jax.devices()
+    n_devices = len(devices) if n_devices is None else n_devices
+    if isinstance(n_devices, bool) or not isinstance(n_devices, int):
+        raise TypeError(f"n_devices must be an int or None, got {type(n_devices).__name__}.")
+    if not 1 <= n_devices <= len(devices):
+        raise ValueError(f"n_devices must be between 1 and {len(devices)}, got {n_devices}.")
+    return jax.make_mesh((n_devices,), (AXIS,), devices=devices[:n_devices])
+
+
+def check_even_split(n_samples: int, mesh: Mesh, axis_name: str = AXIS) -> None:
+    """Raises `ValueError` unless `n_samples` rows split evenly over the mesh axis `axis_name`."""
+    n_shards = mesh.shape[axis_name]
+    if n_samples % n_shards:
+        raise ValueError(
+            f"{n_samples} samples do not split evenly over {n_shards} devices; "
+            "use a device count that divides the number of samples."
+        )
+
+
 def split_for_devices(array: jax.Array, n_devices: int) -> jax.Array:
     """Reshapes `(n, ...)` to `(n_devices, n // n_devices, ...)` for `pmap`.
 

@@ -1,9 +1,21 @@
 """The Poisson-lognormal (PLN) case study: data, model maths, and the fitting levels.
 
-Every level module (`level0` ... `level6`) exposes `fit(data, n_iter, *, optimizer) -> FitResult`.
-Levels 0-4 run one shared algorithm (Adam, then closed forms) and are collected in `LEVELS`;
-levels 5 (profiled ELBO, Rprop, a tolerance) and 6 (data-parallel, and `vmap` over restarts)
-go beyond them, with their own defaults.
+The level contract, stated once: every level module in `LEVELS` (`level0` ... `level6`) has
+
+    fit(data, n_iter, *, optimizer=<its default>, **level_options) -> FitResult
+
+which takes at most `n_iter` optimizer steps on (M, S), records the ELBO before each step in
+`elbo_trace` (`(n_iter,)`), and returns the steps taken as `n_steps`. Levels 0-4
+(`SHARED_ALGORITHM_LEVELS`) run one algorithm (a gradient step, then the closed-form B and
+Sigma; default optimizer `ADAM`) and give the same trace; they always take `n_iter` steps.
+Levels 5 and 6 differ where their docstrings say: the profiled ELBO (`profiled`), a loop that
+stops on a tolerance (`convergence`), default optimizer `level5.RPROP`, and options `tol`,
+`monitor_every`, `blas_threads` (and `mesh` for level 6). Level 3 adds `container`.
+
+Modules: `constants` (facts of the case study), `_data` (loading, simulation, checks),
+`_model` (the ELBO and closed forms), `_algorithm` (the shared algorithm and `FitResult`),
+`profiled` and `convergence` (the core of levels 5 and 6), `_sharded` (a data-parallel
+ELBO), `_reference` (pyPLNmodels).
 """
 
 from . import level0 as level0
@@ -13,7 +25,10 @@ from . import level3 as level3
 from . import level4 as level4
 from . import level5 as level5
 from . import level6 as level6
-from ._algorithm import DEFAULT_OPTIMIZER as DEFAULT_OPTIMIZER
+from . import constants as constants
+from . import convergence as convergence
+from . import profiled as profiled
+from ._algorithm import ADAM as ADAM
 from ._algorithm import LEARNING_RATE as LEARNING_RATE
 from ._algorithm import FitResult as FitResult
 from ._algorithm import init_variational as init_variational
@@ -44,5 +59,8 @@ from ._model import log_factorial_stirling as log_factorial_stirling
 from ._model import profiled_elbo as profiled_elbo
 from ._model import stirling_correction as stirling_correction
 
-LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4}
-"""Level number -> module for the five levels that share one algorithm (same ELBO trace)."""
+LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4, 5: level5, 6: level6}
+"""Level number -> module, for all seven levels; each module's `fit` follows the contract above."""
+
+SHARED_ALGORITHM_LEVELS = (0, 1, 2, 3, 4)
+"""The levels that run one algorithm and therefore give the same ELBO trace."""

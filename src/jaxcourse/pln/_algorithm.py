@@ -17,8 +17,8 @@ from ._model import ModelParams, Variational, closed_form_params, elbo
 LEARNING_RATE = 0.05
 """Adam's step size: converges on oaks within 0.1% of pyPLNmodels in a few hundred steps."""
 
-DEFAULT_OPTIMIZER = optax.adam(LEARNING_RATE)
-"""Created once, so that jitted levels, which take the optimizer as a static argument, reuse
+ADAM = optax.adam(LEARNING_RATE)
+"""The default optimizer of levels 0-4. Created once, so that jitted levels, which take the optimizer as a static argument, reuse
 their compiled code across calls (a fresh `optax.adam(...)` object is a new cache key)."""
 
 
@@ -27,16 +27,22 @@ class FitResult(NamedTuple):
 
     Attributes:
         elbo_trace: `(n_iter,)` ELBO before each step (exact log-factorial convention).
+            Every level takes at most `n_iter` steps and records the ELBO before each one.
         variational: the final M and S, each `(n_samples, n_species)`.
         params: the final B `(n_covariates, n_species)` and Sigma `(n_species, n_species)`.
-        n_steps: iterations actually run, for levels that stop early on a tolerance
-            (levels 5 and 6); None for levels that always run `n_iter`.
+        n_steps: the steps taken (an int array): `n_iter` for levels 0-4, fewer for levels
+            5 and 6 when they stop on their tolerance.
     """
 
     elbo_trace: jax.Array
     variational: Variational
     params: ModelParams
-    n_steps: jax.Array | None = None
+    n_steps: jax.Array
+
+    @classmethod
+    def of_all_steps(cls, elbo_trace: jax.Array, variational: Variational, params: ModelParams) -> FitResult:
+        """The result of a fit that took one step per entry of `elbo_trace` (levels 0-4)."""
+        return cls(elbo_trace, variational, params, jnp.asarray(elbo_trace.shape[0], jnp.int32))
 
 
 def negative_elbo(variational: Variational, params: ModelParams, data: PLNData) -> jax.Array:

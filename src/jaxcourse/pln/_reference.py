@@ -1,4 +1,8 @@
-"""The reference fit: pyPLNmodels' `Pln` on the same data, quietly, with its ELBO in our convention."""
+"""The reference fit: pyPLNmodels' `Pln` on the same data, quietly, with its ELBO in our convention.
+
+Everything that reads pyPLNmodels' private attributes lives here (`trace_pyplnmodels`), so the
+benchmark only sees plain arrays.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import numpy as np
 
 from ._data import PLNData
 from ._model import stirling_correction
+from .constants import PYPLNMODELS_MAXITER
 
 
 class ReferenceFit(NamedTuple):
@@ -30,7 +35,7 @@ class ReferenceFit(NamedTuple):
     model: object
 
 
-def fit_pyplnmodels(data: PLNData, *, maxiter: int = 400) -> ReferenceFit:
+def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceFit:
     """Fits pyPLNmodels' `Pln` (Rprop on the profiled ELBO) to `data`, silencing its progress output."""
     from pyPLNmodels import Pln
 
@@ -47,3 +52,49 @@ def fit_pyplnmodels(data: PLNData, *, maxiter: int = 400) -> ReferenceFit:
         seconds = time.perf_counter() - start
         elbo_stirling = float(model.compute_elbo())
     return ReferenceFit(elbo_stirling - stirling_correction(data.counts), elbo_stirling, seconds, model)
+
+
+class ReferenceTrace(NamedTuple):
+    """What pyPLNmodels recorded during one fit, as plain arrays (exact log-factorial convention).
+
+    Attributes:
+        elbo: `(n_steps,)` the ELBO before each step, as pyPLNmodels monitored it.
+        times_s: `(n_steps,)` the wall time at which each was recorded (initialisation included).
+        variational: the final `(n, p)` M and S, as NumPy arrays.
+        seconds: wall time of the whole `fit`.
+        optimizer: the torch optimizer it ran and its settings, read from the fitted model.
+    """
+
+    elbo: np.ndarray
+    times_s: np.ndarray
+    variational: tuple[np.ndarray, np.ndarray]
+    seconds: float
+    optimizer: str
+
+
+def describe_torch_optimizer(optimizer) -> str:
+    """`torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50))`: the class and the
+    settings of a torch optimizer (its `defaults`, leaving out implementation switches)."""
+    switches = {"foreach", "maximize", "capturable", "differentiable", "fused"}
+    settings = ", ".join(f"{name}={value!r}" for name, value in optimizer.defaults.items() if name not in switches)
+    return f"torch.optim.{type(optimizer).__name__}({settings})"
+
+
+def trace_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceTrace:
+    """Fits pyPLNmodels (`fit_pyplnmodels`) and returns its own ELBO trace and timings.
+
+    The trace and times come from pyPLNmodels' private monitors (`_elbo_criterion_monitor`,
+    `_time_recorder`); a test on a tiny data set pins them, so an upgrade that renames them
+    fails there first.
+    """
+    fitted = fit_pyplnmodels(data, maxiter=maxiter)
+    model = fitted.model
+    elbo_stirling = np.array([float(value) for value in model._elbo_criterion_monitor.elbo_list])
+    latent = (model._latent_mean, model._latent_sqrt_variance)
+    return ReferenceTrace(
+        elbo=elbo_stirling - stirling_correction(data.counts),
+        times_s=np.asarray(model._time_recorder.running_times, dtype=np.float64),
+        variational=tuple(tensor.detach().numpy() for tensor in latent),
+        seconds=fitted.seconds,
+        optimizer=f"{describe_torch_optimizer(model.optim)}, {model._latent_mean.dtype}",
+    )

@@ -10,18 +10,9 @@ import jax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..parallel import AXIS, check_even_split
 from ._data import PLNData
 from ._model import ModelParams, Variational, elbo_from_statistics, elbo_statistics
-
-
-def check_even_split(n_samples: int, mesh, axis_name: str) -> None:
-    """Raises `ValueError` unless the `n_samples` rows split evenly over the mesh axis."""
-    n_shards = mesh.shape[axis_name]
-    if n_samples % n_shards:
-        raise ValueError(
-            f"{n_samples} samples do not split evenly over {n_shards} devices; "
-            "use a device count that divides the number of samples."
-        )
 
 
 def sharded_elbo(
@@ -30,7 +21,7 @@ def sharded_elbo(
     params: ModelParams,
     mesh: Mesh,
     *,
-    axis_name: str = "data",
+    axis_name: str = AXIS,
 ) -> jax.Array:
     """The ELBO of `elbo(data, variational, params)`, with the samples split over `mesh`.
 

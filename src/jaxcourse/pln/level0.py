@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -32,10 +32,10 @@ class EagerPLN:
 
 
 def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER
+    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
     """Fits the PLN model by `n_iter` eager iterations; see `FitResult` for the shapes."""
     check_fit_arguments(data, n_iter)
     model = EagerPLN(data, optimizer)
     trace = [model.step() for _ in range(n_iter)]
-    return FitResult(jnp.stack(trace), model.variational, model.params)
+    return FitResult.of_all_steps(jnp.stack(trace), model.variational, model.params)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, negative_elbo
+from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, negative_elbo
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -27,7 +27,7 @@ def optimizer_step(variational, grads, opt_state, optimizer):
 
 
 def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER
+    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
     """Fits the PLN model with three compiled calls per iteration; see `FitResult`."""
     check_fit_arguments(data, n_iter)
@@ -40,4 +40,4 @@ def fit(
         variational, opt_state = optimizer_step(variational, grads, opt_state, optimizer)
         params = closed_form_step(data, variational)
         trace.append(-loss)  # a device array: no float() here, which would wait for the device
-    return FitResult(jnp.stack(trace), variational, params)
+    return FitResult.of_all_steps(jnp.stack(trace), variational, params)

@@ -7,7 +7,7 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -27,11 +27,11 @@ def fit_compiled(data: PLNData, n_iter: int, optimizer: optax.GradientTransforma
 
     carry = (variational, params, optimizer.init(variational))
     (variational, params, _), trace = jax.lax.scan(body, carry, length=n_iter)
-    return FitResult(trace, variational, params)
+    return FitResult.of_all_steps(trace, variational, params)
 
 
 def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER
+    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
     """Fits the PLN model in one compiled program; see `FitResult`.
 

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import jax
 import optax
 
-from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params
 
@@ -78,14 +78,14 @@ def fit_compiled(data, n_iter, optimizer, container):
     state, trace = jax.lax.scan(
         lambda state, _: container_step(state, optimizer), state, length=n_iter
     )
-    return FitResult(trace, state.variational, state.params)
+    return FitResult.of_all_steps(trace, state.variational, state.params)
 
 
 def fit(
     data: PLNData,
     n_iter: int,
     *,
-    optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
+    optimizer: optax.GradientTransformation = ADAM,
     container: type = DataclassContainer,
 ) -> FitResult:
     """Fits the PLN model with the state carried in `container`; see `FitResult`.

@@ -11,7 +11,7 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import DEFAULT_OPTIMIZER, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params, elbo
 
@@ -72,11 +72,11 @@ def fit_compiled(model: PLN, n_iter: int, optimizer: optax.GradientTransformatio
 
     carry = (model, optimizer.init(model.variational))
     (model, _), trace = jax.lax.scan(body, carry, length=n_iter)
-    return FitResult(trace, model.variational, model.params)
+    return FitResult.of_all_steps(trace, model.variational, model.params)
 
 
 def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER
+    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
     """Fits the PLN model by scanning `PLN.step`; see `FitResult`."""
     check_fit_arguments(data, n_iter)

@@ -20,39 +20,24 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..parallel import AXIS, check_even_split
+from ..parallel import sample_mesh as sample_mesh
 from ._algorithm import FitResult, check_fit_arguments, init_variational
 from ._data import PLNData
 from ._model import Variational
-from ._sharded import check_even_split
-from .level5 import DEFAULT_OPTIMIZER, DEFAULT_TOL, Problem, check_tol, prepare, run_loop
+from .convergence import DEFAULT_TOL, run_loop
+from .level5 import BLAS_THREADS, RPROP, check_level_options, run_with_blas_threads
+from .profiled import prepare, problem_layout
 
-AXIS = "samples"
-"""The mesh axis the samples are split along."""
-
-
-def sample_mesh(n_devices: int | None = None) -> Mesh:
-    """A one-axis mesh over the first `n_devices` devices (all of them by default)."""
-    devices = jax.devices()
-    n_devices = len(devices) if n_devices is None else n_devices
-    if not 1 <= n_devices <= len(devices):
-        raise ValueError(f"n_devices must be between 1 and {len(devices)}, got {n_devices}.")
-    return jax.make_mesh((n_devices,), (AXIS,), devices=devices[:n_devices])
-
-
-def _problem_specs() -> Problem:
-    rows, replicated = P(AXIS), P()
-    return Problem(rows, rows, rows, rows, replicated, replicated, replicated)
-
-
-@partial(jax.jit, static_argnames=("n_iter", "optimizer", "mesh"))
-def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, mesh) -> FitResult:
+@partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "mesh"))
+def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, monitor_every, mesh) -> FitResult:
     rows = P(AXIS)
 
     @partial(
         jax.shard_map,
         mesh=mesh,
-        in_specs=(_problem_specs(), rows, P()),
-        out_specs=(rows, P(), P(), P()),
+        in_specs=(problem_layout(rows, P()), rows, P()),
+        out_specs=FitResult(P(), rows, P(), P()),
     )
     def on_each_device(problem_block, variational_block, tol):
         return run_loop(
@@ -62,43 +47,50 @@ def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, mesh) -> FitRe
             n_iter=n_iter,
             optimizer=optimizer,
             reduce=lambda tree: jax.lax.psum(tree, AXIS),
+            monitor_every=monitor_every,
         )
 
-    variational, params, trace, n_steps = on_each_device(problem, variational, tol)
-    return FitResult(trace, variational, params, n_steps)
+    return on_each_device(problem, variational, tol)
 
 
 def fit(
     data: PLNData,
     n_iter: int,
     *,
-    optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
+    optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
+    monitor_every: int = 1,
+    blas_threads: int | None = BLAS_THREADS,
     mesh: Mesh | None = None,
 ) -> FitResult:
     """`level5.fit`, with the samples split over the devices of `mesh`.
 
+    Where level 6 differs from level 5: the `mesh` option, and M and S come back split over
+    its devices like the data.
+
     Args:
         data: the data; its number of samples must be a multiple of the mesh size.
-        n_iter, optimizer, tol: as in `level5.fit`.
-        mesh: a mesh with an axis named `AXIS`; by default all devices (`sample_mesh()`).
+        n_iter, optimizer, tol, monitor_every, blas_threads: as in `level5.fit`.
+        mesh: a mesh with an axis named `parallel.AXIS`; by default all devices (`sample_mesh()`).
 
     Returns:
-        The `FitResult` of `level5.fit` (up to the rounding of sums taken in another order),
-        with M and S split over the devices like the data.
+        The `FitResult` of `level5.fit` (up to the rounding of sums taken in another order).
 
     Raises:
         ValueError: the samples do not split evenly over the devices.
     """
     check_fit_arguments(data, n_iter)
-    check_tol(tol)
+    check_level_options(tol, monitor_every, blas_threads)
     mesh = sample_mesh() if mesh is None else mesh
     check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    problem = jax.device_put(prepare(data), Problem(*(rows,) * 4, *(replicated,) * 3))
+    problem = jax.device_put(prepare(data), problem_layout(rows, replicated))
     variational = jax.device_put(init_variational(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
-    return _fit_sharded(problem, variational, tol, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
+    return run_with_blas_threads(
+        blas_threads, _fit_sharded, problem, variational, tol,
+        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), mesh=mesh,
+    )
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
@@ -118,10 +110,7 @@ def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Vari
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "batched_problem"))
 def _fit_many_compiled(problem, starts, tol, *, n_iter, optimizer, batched_problem):
     def one_fit(problem, start):
-        variational, params, trace, n_steps = run_loop(
-            problem, start, tol, n_iter=n_iter, optimizer=optimizer
-        )
-        return FitResult(trace, variational, params, n_steps)
+        return run_loop(problem, start, tol, n_iter=n_iter, optimizer=optimizer)
 
     return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0))(problem, starts)
 
@@ -132,7 +121,7 @@ def fit_many(
     *,
     keys: jax.Array | None = None,
     scale: float = 0.5,
-    optimizer: optax.GradientTransformation = DEFAULT_OPTIMIZER,
+    optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
 ) -> FitResult:
     """Several independent level-5 fits in one compiled, `vmap`ped program.
@@ -147,7 +136,7 @@ def fit_many(
     Returns:
         A `FitResult` whose every array has a leading axis, one entry per fit.
     """
-    check_tol(tol)
+    check_level_options(tol, 1, None)
     if isinstance(data, PLNData):
         if keys is None:
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")

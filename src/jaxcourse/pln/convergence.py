@@ -1,0 +1,133 @@
+"""The convergence loop of the profiled-ELBO levels: evaluate, test the tolerance, step.
+
+`run_loop` is traced inside `jit` by level 5, inside `shard_map` by level 6 (with a `psum` as
+`reduce`) and under `vmap` by `level6.fit_many`; it is the whole iteration of those levels.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ._algorithm import FitResult
+from ._model import ModelParams, Variational
+from .profiled import Problem, evaluate, no_reduction
+
+DEFAULT_TOL = 1e-9
+"""Stop once the ELBO gains less than `tol * |ELBO|` per iteration, averaged over the last
+`TOL_WINDOW` iterations: 50 iterations that together gain less than one float32 rounding
+step of the ELBO (about 6e-8 of it). On oaks that ends the fit about where pyPLNmodels ends."""
+
+TOL_WINDOW = 50
+"""Iterations the convergence test averages over. One float32 ELBO difference is too noisy:
+two consecutive values can round to the same number long before the fit has converged, and
+Rprop's ELBO wobbles by more than its trend near the end."""
+
+class LoopState(NamedTuple):
+    """The carry of `run_loop`: the current iterate x_k, its optimizer state, and what the
+    tolerance test needs."""
+
+    variational: Variational
+    opt_state: optax.OptState
+    trace: jax.Array
+    step: jax.Array
+    elbo: jax.Array
+    done: jax.Array
+
+
+def run_loop(
+    problem: Problem,
+    variational: Variational,
+    tol: jax.Array,
+    *,
+    n_iter: int,
+    optimizer: optax.GradientTransformation,
+    reduce: Callable = no_reduction,
+    monitor_every: int = 1,
+) -> FitResult:
+    """The convergence loop, for use under `jit` (and, with `reduce`, inside `shard_map`).
+
+    Iteration k evaluates J at x_k and writes it to `trace[k]`. It stops there if
+    |J_k - J_{k-w}| < w tol |J_k| (w = `TOL_WINDOW`) or k = n_iter (the budget of `n_iter`
+    steps is spent), and otherwise takes the optimizer's step to x_{k+1}. So `n_iter` counts
+    steps, as in every level: at most `n_iter` steps and `n_iter + 1` evaluations. The
+    optimizer minimises -J; it gets `value=-J`, `curvature=` and `reduce=` (for its own sums
+    over samples) as extra arguments, which plain optax transformations ignore.
+
+    With `monitor_every=m` > 1, J itself is computed only at iterations k that are multiples
+    of m and at k = n_iter (the step needs the gradient, not the value): `trace[k]` and
+    `value` are NaN at the others, and the tolerance test runs at the computed ones (m divides
+    `TOL_WINDOW`, so J_{k-w} is computed too). The iterates are the same as with m = 1.
+
+    Returns:
+        A `FitResult`: the `(n_iter,)` trace of the ELBO before each step, whose entries from
+        `n_steps` on repeat the ELBO of the returned parameters; the last evaluated (M, S) and
+        its closed-form (B, Sigma); and `n_steps`, the steps taken.
+    """
+    transform = optax.with_extra_args_support(optimizer)
+    n_species = problem.counts.shape[1]
+    dtype = problem.counts.dtype
+    empty_params = ModelParams(
+        jnp.zeros((problem.covariates.shape[1], n_species), dtype), jnp.zeros((n_species, n_species), dtype)
+    )
+
+    def body(carry):
+        state, _ = carry
+        last = state.step >= n_iter
+        monitored = True if monitor_every == 1 else (state.step % monitor_every == 0) | last
+        evaluation = evaluate(problem, state.variational, reduce, with_elbo=monitored)
+        elbo = evaluation.elbo
+        trace = state.trace.at[state.step].set(elbo, mode="drop")  # no entry for k = n_iter
+        earlier = trace[jnp.maximum(state.step - TOL_WINDOW, 0)]
+        converged = (state.step >= TOL_WINDOW) & (
+            jnp.abs(elbo - earlier) < TOL_WINDOW * tol * jnp.abs(elbo)
+        )
+        done = converged | last | (monitored & ~jnp.isfinite(elbo))
+        descent = jax.tree.map(jnp.negative, evaluation.grad)
+        updates, opt_state = transform.update(
+            descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature, reduce=reduce
+        )
+        # The last evaluated point is returned, so that its ELBO and parameters belong together.
+        variational = jax.tree.map(
+            lambda x, u: jnp.where(done, x, x + u), state.variational, updates
+        )
+        step = state.step + jnp.where(done, 0, 1)
+        return LoopState(variational, opt_state, trace, step, elbo, done), evaluation.params
+
+    initial = LoopState(
+        variational=variational,
+        opt_state=transform.init(variational),
+        trace=jnp.zeros((n_iter,), dtype),
+        step=jnp.zeros((), jnp.int32),
+        elbo=jnp.zeros((), dtype),
+        done=jnp.zeros((), bool),
+    )
+    final, params = jax.lax.while_loop(lambda carry: ~carry[0].done, body, (initial, empty_params))
+    trace = jnp.where(jnp.arange(n_iter) < final.step, final.trace, final.elbo)
+    # J depends on S only through S^2 and log|S|, so a step may cross to negative S without
+    # harm; |S| is the same optimum, reported as the positive square root of the variance.
+    mean, sqrt_var = final.variational
+    return FitResult(trace, Variational(mean, jnp.abs(sqrt_var)), params, final.step)
+
+
+def check_tol(tol) -> None:
+    """Raises for a tolerance that is not a non-negative number."""
+    if isinstance(tol, bool) or not isinstance(tol, (int, float, np.floating)):
+        raise TypeError(f"tol must be a number, got {type(tol).__name__}.")
+    if not tol >= 0:
+        raise ValueError(f"tol must be non-negative (0 runs all n_iter iterations), got {tol}.")
+
+
+def check_monitor_every(monitor_every) -> None:
+    """Raises unless `monitor_every` is a positive int that divides `TOL_WINDOW`."""
+    if isinstance(monitor_every, bool) or not isinstance(monitor_every, (int, np.integer)):
+        raise TypeError(f"monitor_every must be an int, got {type(monitor_every).__name__}.")
+    if monitor_every < 1 or TOL_WINDOW % monitor_every:
+        raise ValueError(
+            f"monitor_every must be a positive divisor of TOL_WINDOW = {TOL_WINDOW}, so that the "
+            f"tolerance test compares two computed ELBOs; got {monitor_every}."
+        )

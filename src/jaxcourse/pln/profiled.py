@@ -1,0 +1,218 @@
+"""The profiled ELBO: the data prepared once, and one evaluation of J, its gradient and curvature.
+
+Levels 0-4 differentiate the full ELBO with `jax.grad` and then recompute B and Sigma. Levels 5
+and 6 profile B and Sigma out, as pyPLNmodels does: they are the closed forms of the current
+(M, S) inside every evaluation. The envelope theorem then gives the gradient in closed form,
+
+    dJ/dM = Y - A - (M - X B) Omega,        dJ/dS = 1/S - S * (A + diag(Omega)),
+
+with A = exp(O + M + S^2/2) and Omega = Sigma^{-1}. One evaluation is one exp pass and two
+`(n, p) x (p, p)` matrix products: (M - XB)'(M - XB) for Sigma, and (M - XB) Omega for the
+gradient. Autodiff of the same function costs several more.
+
+`evaluate` takes a `reduce` that sums per-sample sums over all samples: the identity on one
+device, a `psum` when the rows are split over devices (level 6).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import solve_triangular
+from scipy.special import gammaln  # NumPy float64: the constant must not be rounded to float32
+
+from ..reductions import column_sums, total
+from ._data import PLNData
+from ._model import ModelParams, Variational
+
+
+class Problem(NamedTuple):
+    """The data in the form the iteration reads it, prepared once per data set.
+
+    Attributes:
+        counts: `(n, p)` Y.
+        offsets: `(n, p)` O.
+        shifted_offsets: `(n, p)` O - log Y where Y > 0, and O where Y = 0.
+        covariates: `(n, d)` X.
+        gram_inverse: `(d, d)` (X'X)^{-1}.
+        log_factorial_constant: scalar sum(Y log Y - Y - log Y!), summed in float64.
+        n_samples: scalar n (of the whole data set, also when the rows are split over devices).
+
+    The Poisson part of the ELBO is written as
+
+        sum [Y (M + O - log Y) + Y - A + log|S|] + sum [Y log Y - Y - log Y!].
+
+    Near the optimum, Y(O + M) and log Y! are both large and nearly cancel, and float32
+    loses about half a nat on oaks; the first sum above is small term by term, and the second
+    is a constant computed once in float64.
+    """
+
+    counts: jax.Array
+    offsets: jax.Array
+    shifted_offsets: jax.Array
+    covariates: jax.Array
+    gram_inverse: jax.Array
+    log_factorial_constant: jax.Array
+    n_samples: jax.Array
+
+
+PER_SAMPLE_FIELDS = ("counts", "offsets", "shifted_offsets", "covariates")
+"""The fields of `Problem` with one row per sample: split over devices with the samples (level 6).
+The others are small and replicated."""
+
+
+def problem_layout(per_sample, replicated) -> Problem:
+    """A `Problem` holding `per_sample` in its per-sample fields and `replicated` in the others:
+    the shardings or partition specs of a problem whose rows are split over devices."""
+    return Problem(**{name: per_sample if name in PER_SAMPLE_FIELDS else replicated for name in Problem._fields})
+
+
+def log_factorial_constant(counts) -> float:
+    """sum(Y log Y - Y - log Y!) over all entries of the whole-number `counts`, in float64.
+
+    Summed over the distinct count values, each term times how often it occurs (a histogram
+    of the counts), rather than entry by entry: the same float64 sum, about ten times faster
+    at oaks x 100 size. Entry by entry when the largest count is too large for a histogram.
+    """
+    counts = np.asarray(counts)
+    if counts.size and counts.max() <= max(counts.size, 1024):
+        occurrences = np.bincount(counts.astype(np.int64).ravel())
+        values = np.arange(occurrences.size, dtype=np.float64)
+    else:
+        values = counts.astype(np.float64).ravel()
+        occurrences = np.ones_like(values)
+    log_values = np.log(np.maximum(values, 1.0))  # Y log Y is 0 at Y = 0
+    return float(occurrences @ (values * log_values - values - gammaln(values + 1.0)))
+
+
+def prepare(data: PLNData) -> Problem:
+    """The `Problem` for concrete `data` (not under `jit`: the constant is summed in NumPy)."""
+    counts = data.counts
+    covariates = np.asarray(data.covariates, dtype=np.float64)
+    dtype = counts.dtype
+    return Problem(
+        counts=counts,
+        offsets=data.offsets,
+        shifted_offsets=data.offsets - jnp.log(jnp.where(counts > 0, counts, 1.0)),
+        covariates=data.covariates,
+        gram_inverse=jnp.asarray(np.linalg.inv(covariates.T @ covariates), dtype),
+        log_factorial_constant=jnp.asarray(log_factorial_constant(counts), dtype),
+        n_samples=jnp.asarray(counts.shape[0], dtype),
+    )
+
+
+class Evaluation(NamedTuple):
+    """One evaluation of the profiled ELBO J at (M, S).
+
+    Attributes:
+        elbo: scalar J.
+        grad: dJ/dM and dJ/dS, each `(n, p)`, as a `Variational`.
+        curvature: `(n, p)` each, minus the diagonal of the Hessian of the ELBO in (M, S)
+            with B and Sigma held fixed: A + diag(Omega) and 1/S^2 + A(1 + S^2) + diag(Omega).
+            Positive; a per-entry Newton step is grad / curvature.
+        params: the closed-form B `(d, p)` and Sigma `(p, p)` at (M, S).
+    """
+
+    elbo: jax.Array
+    grad: Variational
+    curvature: Variational
+    params: ModelParams
+
+
+def poisson_sum(problem: Problem, variational: Variational) -> jax.Array:
+    """The Poisson part of the ELBO without its data constant, over the rows of `problem`:
+
+        sum [Y (M + O - log Y) + Y - A + log|S|],    A = exp(O + M + S^2/2),
+
+    whose terms are small near the optimum (add `problem.log_factorial_constant` for the
+    whole Poisson part; see `Problem`)."""
+    mean, sqrt_var = variational
+    rate = jnp.exp(problem.offsets + mean + 0.5 * jnp.square(sqrt_var))
+    return _poisson_sum(problem.counts, problem.shifted_offsets, mean, rate, sqrt_var)
+
+
+def _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var):
+    """`poisson_sum` from its parts, so that `evaluate` reuses its rate A."""
+    # log|S|, not 0.5 * log(S^2): on a CPU, jax 0.12 compiles this sum into a YNNPACK fusion,
+    # which takes the constant 0.5 as an (n, p) array written to memory at every iteration
+    # (`jaxcourse.hlo.intermediate_arrays` shows it; tests/test_level5.py checks it is gone).
+    return total(counts * (mean + shifted_offsets) + counts - rate + jnp.log(jnp.abs(sqrt_var)))
+
+
+def _no_poisson_sum(counts, *_):
+    """NaN in place of `_poisson_sum`: a scalar derived from `counts`, so that inside `shard_map`
+    it varies over devices as the real sum does (`lax.cond` needs both branches alike)."""
+    return jnp.full_like(counts[0, 0], jnp.nan)
+
+
+def cholesky_and_precision(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """The lower Cholesky factor L of `covariance` and its inverse Omega = L^-T L^-1.
+
+    One triangular solve and a small product: cheaper than the two triangular solves of
+    `cho_solve(L, I)`, and symmetric by construction. On a CPU both steps are LAPACK calls.
+    """
+    chol = jnp.linalg.cholesky(covariance)
+    identity = jnp.eye(covariance.shape[0], dtype=covariance.dtype)
+    chol_inverse = solve_triangular(chol, identity, lower=True)
+    return chol, chol_inverse.T @ chol_inverse
+
+
+def no_reduction(tree):
+    """The `reduce` of one device: the sums over its rows are already the sums over all samples."""
+    return tree
+
+
+def evaluate(
+    problem: Problem, variational: Variational, reduce: Callable = no_reduction, *, with_elbo=True
+) -> Evaluation:
+    """The profiled ELBO, its analytic gradient and a diagonal curvature, in one pass.
+
+    Args:
+        problem: the prepared data (`prepare`), `(n, p)` blocks.
+        variational: M and S, `(n, p)` each.
+        reduce: sums a pytree of per-sample sums over all the samples. The identity on one
+            device; `lax.psum` over the sample axis when the rows are split over devices
+            (level 6), which is why only sums over samples pass through it.
+        with_elbo: True, or a traced boolean: where it is false, `lax.cond` skips the Poisson
+            sum and `elbo` is NaN (the gradient and curvature do not need it).
+
+    Returns:
+        An `Evaluation`; equal to `profiled_elbo` and `jax.grad(profiled_elbo)`.
+    """
+    counts, covariates = problem.counts, problem.covariates
+    mean, sqrt_var = variational
+    variance = jnp.square(sqrt_var)
+    rate = jnp.exp(problem.offsets + mean + 0.5 * variance)
+    coef = problem.gram_inverse @ reduce(covariates.T @ mean)
+    residuals = mean - covariates @ coef
+    # S, not S^2: the operands of a lax.cond are arrays in memory, and S^2 need not be one.
+    terms = (counts, problem.shifted_offsets, mean, rate, sqrt_var)
+    if with_elbo is True:
+        local_poisson = _poisson_sum(*terms)
+    else:
+        local_poisson = jax.lax.cond(with_elbo, _poisson_sum, _no_poisson_sum, *terms)
+    poisson, scatter = reduce((local_poisson, residuals.T @ residuals + jnp.diag(column_sums(variance))))
+    n_samples = problem.n_samples
+    covariance = scatter / n_samples
+    chol, precision = cholesky_and_precision(covariance)
+    # -n/2 log det Sigma - 1/2 tr(Omega * n Sigma) + n p / 2 = -n/2 log det Sigma exactly.
+    elbo = poisson + problem.log_factorial_constant - n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    diag_precision = jnp.diagonal(precision)
+    grad = Variational(
+        counts - rate - residuals @ precision,
+        1.0 / sqrt_var - sqrt_var * (rate + diag_precision),
+    )
+    curvature = Variational(
+        rate + diag_precision,
+        1.0 / variance + rate * (1.0 + variance) + diag_precision,
+    )
+    return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance))
+
+
+def profiled_elbo_and_grad(data: PLNData, variational: Variational) -> tuple[jax.Array, Variational]:
+    """(J, dJ/d(M, S)) at `variational`: the level-5 evaluation, for checks and exercises."""
+    evaluation = evaluate(prepare(data), variational)
+    return evaluation.elbo, evaluation.grad
