@@ -4,7 +4,6 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
-from jax._src.core import ShardingTypeError  # not in jax.errors or jax.sharding (checked on 0.12.0.1)
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -59,8 +58,11 @@ def test_explicit_mesh_needs_placed_params(mesh, batch, params0):
     """On an Explicit mesh, the gradient of unplaced params over sharded rows is ambiguous."""
     x, y = batch
     rows = NamedSharding(mesh, P(parallel.AXIS))
-    with pytest.raises(ShardingTypeError, match="Contracting dimensions are sharded and it is ambiguous"):
+    with pytest.raises(Exception, match="Contracting dimensions are sharded and it is ambiguous") as raised:
         jax.jit(parallel.sgd_step)(params0, jax.device_put(x, rows), jax.device_put(y, rows))
+    # The page shows this name; JAX exports the class only from a private module, so the test
+    # checks the name the learner sees rather than importing it from there.
+    assert type(raised.value).__name__ == "ShardingTypeError"
 
 
 def test_shard_map_rejects_unsharded_input(mesh, batch, params0):

@@ -14,6 +14,7 @@ import numpy as np
 from jax.scipy.linalg import cho_solve
 from jax.scipy.special import gammaln
 
+from ..reductions import column_sums
 from ._data import PLNData
 
 
@@ -86,14 +87,19 @@ def closed_form_coef(covariates: jax.Array, latent_mean: jax.Array) -> jax.Array
     return jnp.linalg.solve(covariates.T @ covariates, covariates.T @ latent_mean)
 
 
+def scatter_matrix(residuals: jax.Array, variance: jax.Array) -> jax.Array:
+    """(M - XB)'(M - XB) + diag(sum_i S_i^2), `(p, p)`, from the `(n, p)` residuals M - XB and
+    variances S^2: n Sigma at the closed form, and the sum over samples that the ELBO's trace
+    term needs (a sum of per-sample terms, so shards of samples can add theirs up)."""
+    return residuals.T @ residuals + jnp.diag(column_sums(variance))
+
+
 def closed_form_covariance(
     covariates: jax.Array, variational: Variational, coef: jax.Array
 ) -> jax.Array:
     """Sigma = ((M - XB)'(M - XB) + diag(sum_i S_i**2)) / n, a `(p, p)` matrix."""
     residuals = variational.latent_mean - covariates @ coef
-    variance_sums = jnp.sum(jnp.square(variational.latent_sqrt_var), axis=0)
-    n_samples = residuals.shape[0]
-    return (residuals.T @ residuals + jnp.diag(variance_sums)) / n_samples
+    return scatter_matrix(residuals, jnp.square(variational.latent_sqrt_var)) / residuals.shape[0]
 
 
 def closed_form_params(data: PLNData, variational: Variational) -> ModelParams:
@@ -131,8 +137,7 @@ def elbo_statistics(data: PLNData, variational: Variational, coef: jax.Array) ->
         + 0.5 * jnp.log(variance)
         - log_factorial(counts)
     )
-    residuals = mean - covariates @ coef
-    scatter = residuals.T @ residuals + jnp.diag(jnp.sum(variance, axis=0))
+    scatter = scatter_matrix(mean - covariates @ coef, variance)
     return ElboStatistics(poisson, scatter, jnp.asarray(counts.shape[0], dtype=poisson.dtype))
 
 

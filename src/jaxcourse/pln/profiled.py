@@ -24,9 +24,9 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 from scipy.special import gammaln  # NumPy float64: the constant must not be rounded to float32
 
-from ..reductions import column_sums, total
+from ..reductions import total
 from ._data import PLNData
-from ._model import ModelParams, Variational
+from ._model import ModelParams, Variational, scatter_matrix
 
 
 class Problem(NamedTuple):
@@ -194,7 +194,7 @@ def evaluate(
         local_poisson = _poisson_sum(*terms)
     else:
         local_poisson = jax.lax.cond(with_elbo, _poisson_sum, _no_poisson_sum, *terms)
-    poisson, scatter = reduce((local_poisson, residuals.T @ residuals + jnp.diag(column_sums(variance))))
+    poisson, scatter = reduce((local_poisson, scatter_matrix(residuals, variance)))
     n_samples = problem.n_samples
     covariance = scatter / n_samples
     chol, precision = cholesky_and_precision(covariance)
