@@ -1,20 +1,171 @@
-"""The PLN benchmark harness and its CLI: well-formed data on a tiny problem (no timing thresholds)."""
+"""The PLN benchmark: its method registry, the measures as numbers, and the harness and CLI on
+a tiny problem (no timing thresholds)."""
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
+import optax
 import pytest
 
-from jaxcourse.bench import _pln
+from jaxcourse import bench, optim
 from jaxcourse.bench.__main__ import main
+from jaxcourse.bench._run import EAGER_MAX_ITER_LARGE, LARGE_N_SAMPLES, iteration_budget
+from jaxcourse.pln import level5, level6
+from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, PYPLNMODELS_MAXITER
 
 
 @pytest.fixture(scope="module")
 def tiny_results():
-    return _pln.run_pln_benchmark(
-        "tiny", n_iter=8, methods=["level 1", "level 5", "level 6", "pyPLNmodels"]
+    return bench.run_pln_benchmark("tiny", n_iter=8, methods=["level 1", "level 5", "level 6", "pyPLNmodels"])
+
+
+# The registry
+
+
+def test_method_names_are_unique_and_in_registry_order():
+    """Every method is found by its name, and no two share one."""
+    names = bench.method_names()
+    assert len(set(names)) == len(names) == len(bench.METHODS)
+    assert bench.select_methods(names[::-1]) == bench.METHODS[::-1]
+
+
+def test_exactly_one_reference_and_it_is_pyplnmodels():
+    """The reference is a flag on one registry entry, not a name special-cased elsewhere."""
+    (reference,) = [method for method in bench.METHODS if method.is_reference]
+    assert reference.name == "pyPLNmodels"
+    assert reference.settings()["maxiter"] == PYPLNMODELS_MAXITER
+    assert f"maxiter={PYPLNMODELS_MAXITER}" in reference.description
+
+
+@pytest.mark.parametrize("method", [m for m in bench.METHODS if not m.is_reference], ids=lambda m: m.name)
+def test_every_level_is_described_by_its_own_optimizer(method):
+    """A level's description is the call it makes, with the optimizer as `optim.describe`
+    reads it from the object: recorded settings, never a hand-typed string."""
+    described = optim.describe(method.optimizer)
+    assert "not recorded" not in described
+    assert method.description.startswith(method.fit.__module__.rsplit(".", 1)[-1] + ".fit(")
+    assert f"optimizer={described}" in method.description
+
+
+def test_a_description_follows_the_settings_it_describes():
+    """Change a setting, and the description changes with it."""
+    method = bench.Method("trial", level5.fit, {"optimizer": optim.rprop(0.3, step_sizes=(1e-9, 7.0)), "tol": 0.0})
+    assert "optim.rprop(learning_rate=0.3, etas=(0.5, 1.2), step_sizes=(1e-09, 7.0))" in method.description
+    assert "tol=0.0" in method.description and "monitor_every=" in method.description
+
+
+def test_levels_5_and_6_run_the_plain_call():
+    """The benchmark times what a user writes: no level-5 or level-6 entry passes anything but
+    its optimizer, so their defaults must be the fast path (level 6's mesh adapts to the data)."""
+    for method in bench.METHODS:
+        if method.fit in (level5.fit, level6.fit):
+            assert set(method.options) <= {"optimizer"}, method.name
+
+
+def test_describe_rejects_what_is_not_an_optimizer():
+    """`optim.describe` says so for an optax optimizer it did not build, and refuses a non-optimizer."""
+    assert optim.describe(optax.adam(0.1)).endswith("(settings not recorded)")
+    with pytest.raises(TypeError, match="optax transformation"):
+        optim.describe("rprop")
+
+
+def test_unknown_method_and_size_are_rejected():
+    """Typos in method or size names fail before any work is done."""
+    with pytest.raises(ValueError, match="unknown methods"):
+        bench.run_pln_benchmark("tiny", methods=["level 9"])
+    with pytest.raises(TypeError, match="list of names"):
+        bench.select_methods("level 5")
+    with pytest.raises(ValueError, match="size must be one of"):
+        bench.load_size("huge")
+
+
+def test_sizes_use_the_case_study_constants():
+    """oaks x 100 is `OAKS100_COPIES` copies, and its best known ELBO is oaks' times that."""
+    assert bench.best_known_elbo("oaks") == BEST_KNOWN_ELBO_OAKS
+    assert bench.best_known_elbo("oaks100") == pytest.approx(BEST_KNOWN_ELBO_OAKS * bench.SIZES["oaks100"])
+    assert bench.best_known_elbo("tiny") is None
+
+
+def test_an_eager_method_gets_fewer_iterations_on_large_data():
+    """Level 0 (eager) is capped on large data, or at `eager_max_iter`; compiled levels never."""
+    level0, level1 = bench.select_methods(["level 0", "level 1"])
+    large, small = SimpleNamespace(n_samples=LARGE_N_SAMPLES + 1), SimpleNamespace(n_samples=10)
+    budget, note = iteration_budget(level0, large, 600, None)
+    assert budget == EAGER_MAX_ITER_LARGE and str(budget) in note
+    assert iteration_budget(level0, small, 600, None) == (600, "")
+    assert iteration_budget(level0, small, 600, 50)[0] == 50
+    assert iteration_budget(level1, large, 600, None) == (600, "")
+
+
+# The measures, from hand-built runs
+
+
+def _run(name, per_iteration_s, time_to_target_s, *, is_reference=False, final_elbo=0.0, elbo=None):
+    times = per_iteration_s * np.arange(1, 4)
+    elbo = np.zeros(3) if elbo is None else np.asarray(elbo, dtype=float)
+    return bench.MethodRun(
+        name=name, description="", n_iter=3, n_steps=3, compile_s=0.0, run_s=float(times[-1]),
+        per_iteration_s=per_iteration_s, times_s=times, elbo=elbo, final_elbo=final_elbo,
+        time_to_target_s=time_to_target_s, is_reference=is_reference,
     )
+
+
+def test_p1_p2_judge_the_fastest_level_not_the_cheapest_iteration():
+    """P1 and P2 are those of the level that reaches the target first; the cheapest iteration
+    is reported apart. The reference is found by its flag, whatever its name."""
+    runs = [_run("quick steps", 0.001, 0.5), _run("few steps", 0.004, 0.1), _run("torch", 0.01, 2.0, is_reference=True)]
+    metrics = bench.compute_metrics(runs, 0.002)
+    assert metrics.fastest == metrics.P2_level == "few steps"
+    assert metrics.P1 == pytest.approx(0.05)
+    assert metrics.P2 == pytest.approx(2.0)
+    assert (metrics.P2_cheapest_level, metrics.P2_cheapest) == ("quick steps", pytest.approx(0.5))
+
+
+def test_p2_uses_the_floor_measured_around_the_judged_fit():
+    """When a run carries the floor measured around it, P2 divides by that one, not by the
+    run-wide floor: both sides of the ratio then see the machine in the same state."""
+    runs = [_run("few steps", 0.004, 0.1)._replace(floor_s=0.0025), _run("torch", 0.01, 2.0, is_reference=True)]
+    assert bench.compute_metrics(runs, 0.002).P2 == pytest.approx(1.6)
+
+
+def test_p3_and_the_final_elbo_check_are_numbers():
+    """P3 compares the first times within 0.5 nats of the best known ELBO; the final-ELBO check
+    compares the float64 final ELBOs. All are plain numbers, with no goal attached."""
+    ours = _run("ours", 0.1, 0.1, elbo=[-12.0, -10.4, -10.0], final_elbo=-10.0)  # within 0.5 at 0.2 s
+    theirs = _run("theirs", 0.2, 0.6, elbo=[-13.0, -11.0, -10.2], final_elbo=-10.2, is_reference=True)  # at 0.6 s
+    metrics = bench.compute_metrics([ours, theirs], 0.05, best_known_elbo=-10.0)
+    assert metrics.P3 == pytest.approx(0.2 / 0.6)
+    assert (metrics.final_elbo_fastest, metrics.final_elbo_reference) == (-10.0, -10.2)
+    assert metrics.fastest_final_at_least_reference is True
+    assert bench.compute_metrics([ours, theirs], 0.05).P3 is None  # no best known ELBO, no P3
+    assert all(not isinstance(value, str) for key, value in metrics._asdict().items() if key[0] == "P" and "level" not in key)
+
+
+def test_without_a_reference_only_p2_is_defined():
+    """No reference run: no target, no P1, P3 or final-ELBO check; P2 judges the cheapest level."""
+    metrics = bench.compute_metrics([_run("a", 0.003, None), _run("b", 0.001, None)], 0.001)
+    assert (metrics.fastest, metrics.P1, metrics.P3, metrics.fastest_final_at_least_reference) == (None,) * 4
+    assert (metrics.P2_level, metrics.P2) == ("b", pytest.approx(1.0))
+
+
+def test_time_to_target_is_the_first_crossing():
+    """first_time_at_least picks the first time the trace reaches the target, None if never."""
+    elbo, times = np.array([-5.0, -3.0, -4.0, -1.0]), np.array([0.1, 0.2, 0.3, 0.4])
+    assert bench.first_time_at_least(elbo, times, -3.5) == 0.2
+    assert bench.first_time_at_least(elbo, times, 0.0) is None
+
+
+def test_summary_line_shows_the_goals_next_to_the_numbers(tiny_results):
+    """The goals live in the reporting layer: the line shows each measure and its goal."""
+    line = bench.summary_line(tiny_results)
+    for name, goal in bench.GOALS.items():
+        assert f"{name}=" in line and f"{goal})" in line
+    assert "final>=pyPLNmodels" in line
+
+
+# The harness on a tiny problem
 
 
 def test_harness_returns_every_requested_run(tiny_results):
@@ -28,46 +179,49 @@ def test_harness_returns_every_requested_run(tiny_results):
         assert math.isfinite(run["final_elbo"])
         assert run["per_iteration_s"] > 0
         assert run["final_elbo_stirling"] == pytest.approx(run["final_elbo"] + tiny_results["stirling_correction"])
+    assert [run["is_reference"] for run in tiny_results["runs"]] == [False, False, False, True]
+    assert "Rprop" in tiny_results["runs"][-1]["description"]
 
 
-def test_harness_records_floor_environment_and_ratios(tiny_results):
-    """The floor, the device and versions, the target ELBO and the ratio keys are all present."""
+def test_harness_records_floor_environment_and_metrics(tiny_results):
+    """The floor, the device and versions, the target ELBO and the measures are all present."""
     assert tiny_results["floor"]["median_s"] > 0
     assert tiny_results["environment"]["backend"] == "cpu"
     assert {"jax", "optax", "torch", "pyPLNmodels"} <= set(tiny_results["versions"])
     assert tiny_results["target_elbo"] == pytest.approx(tiny_results["runs"][-1]["final_elbo"])
-    assert {"P1", "P2", "P3", "fastest"} <= set(tiny_results["ratios"])
-    assert tiny_results["ratios"]["P3"] is None  # P3 is defined on oaks only
+    assert set(tiny_results["metrics"]) == set(bench.Metrics._fields)
+    assert tiny_results["metrics"]["P3"] is None  # P3 is defined on oaks only
     json.dumps(tiny_results)  # JSON-ready as returned
-    assert "P1=" in _pln.summary_line(tiny_results)
+
+
+def test_every_level_run_records_its_adjacent_floor(tiny_results):
+    """Each JAX run has a positive floor_s; the reference has none; the run-wide floor is the
+    median over all measurements (one at the start, two around every JAX fit)."""
+    for run in tiny_results["runs"]:
+        assert (run["floor_s"] is None) if run["is_reference"] else (run["floor_s"] > 0)
+    assert tiny_results["floor"]["measurements"] == 1 + 2 * 3
+    assert "around every fit" in bench.summary_markdown(tiny_results)
 
 
 def test_sparsely_monitored_run_keeps_only_computed_elbos():
-    """Newton momentum computes its ELBO every `MONITOR_EVERY` iterations: its curve
-    has a point at each of those (and at the last), all finite, at the times they were reached."""
-    every = _pln.MONITOR_EVERY
-    results = _pln.run_pln_benchmark("tiny", n_iter=4 * every + 2, methods=["level 5 + Newton momentum"])
-    (run,) = results["runs"]
-    n_points = len(range(0, run["n_steps"] - 1, every)) + 1
-    assert len(run["elbo"]) == len(run["times_s"]) == n_points < run["n_steps"]
-    assert np.all(np.isfinite(run["elbo"])) and np.all(np.diff(run["times_s"]) > 0)
-    assert run["times_s"][-1] == pytest.approx(run["per_iteration_s"] * run["n_steps"])
-    assert f"every {every}" in run["optimizer"]
+    """A fit that computes its ELBO every 5 iterations (`monitor_every=5`) gives a curve with a
+    point at each of those, all finite, at the times they were reached."""
+    every, n_iter = 5, 22
+    method = bench.Method("sparse", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM, "tol": 0.0, "monitor_every": every})
+    run = bench.run_method(method, bench.load_size("tiny"), n_iter)
+    monitored = np.arange(0, run.n_steps, every)
+    assert run.n_steps == n_iter and len(run.elbo) == len(monitored)
+    assert np.all(np.isfinite(run.elbo))
+    np.testing.assert_allclose(run.times_s, run.run_s / n_iter * (monitored + 1))
+    assert f"monitor_every={every}" in run.description
 
 
-def test_time_to_target_is_the_first_crossing():
-    """first_time_at_least picks the first time the trace reaches the target, None if never."""
-    elbo, times = np.array([-5.0, -3.0, -4.0, -1.0]), np.array([0.1, 0.2, 0.3, 0.4])
-    assert _pln.first_time_at_least(elbo, times, -3.5) == 0.2
-    assert _pln.first_time_at_least(elbo, times, 0.0) is None
-
-
-def test_unknown_method_and_size_are_rejected():
-    """Typos in method or size names fail before any work is done."""
-    with pytest.raises(ValueError, match="unknown methods"):
-        _pln.run_pln_benchmark("tiny", methods=["level 9"])
-    with pytest.raises(ValueError, match="size must be one of"):
-        _pln.load_size("huge")
+def test_compile_time_is_measured_even_after_an_earlier_compilation():
+    """A fit compiled before the benchmark must not show up as a zero compile time."""
+    data = bench.load_size("tiny")
+    level5.fit(data, 8)  # compiles level 5 with the benchmark's settings
+    results = bench.run_pln_benchmark("tiny", n_iter=8, methods=["level 5"])
+    assert results["runs"][0]["compile_s"] > 0
 
 
 def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
@@ -79,53 +233,7 @@ def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
     assert [run["name"] for run in results["runs"]] == ["level 2", "level 5", "pyPLNmodels"]
     rows = (tmp_path / "results.csv").read_text().splitlines()
     assert rows[0] == "method,iteration,time_s,elbo,elbo_stirling"
-    assert len(rows) == 1 + sum(run["n_steps"] for run in results["runs"])
+    assert len(rows) == 1 + sum(len(run["elbo"]) for run in results["runs"])
     captured = capsys.readouterr()
     assert "P1=" in captured.out and "floor" in captured.out
     assert "level 5 ..." in captured.err  # progress goes to stderr
-
-
-def _run(name, per_iteration_s, time_to_target_s):
-    times = per_iteration_s * np.arange(1, 4)
-    return _pln.MethodRun(name, "", 3, 3, 0.0, times[-1], per_iteration_s, times, np.zeros(3), 0.0, time_to_target_s, "")
-
-
-def test_p2_judges_the_fastest_level_not_the_cheapest_iteration():
-    """P2 is the per-iteration time of the level that reaches the target first, over the floor;
-    the cheapest iteration is reported apart."""
-    runs = [_run("quick steps", 0.001, 0.5), _run("few steps", 0.004, 0.1), _run("pyPLNmodels", 0.01, 2.0)]
-    ratios = _pln.compute_ratios(runs, {"median_s": 0.002}, size="oaks100", target=0.0)
-    assert ratios["fastest"] == ratios["P2_level"] == "few steps"
-    assert ratios["P1"] == pytest.approx(0.05)
-    assert ratios["P2"] == pytest.approx(2.0)
-    assert (ratios["P2_cheapest_level"], ratios["P2_cheapest"]) == ("quick steps", pytest.approx(0.5))
-
-
-def test_p2_uses_the_floor_measured_around_the_judged_fit():
-    """When a run carries the floor measured around it, P2 divides by that one, not by the
-    run-wide floor: both sides of the ratio then see the machine in the same state."""
-    runs = [_run("few steps", 0.004, 0.1)._replace(floor_s=0.0025), _run("pyPLNmodels", 0.01, 2.0)]
-    ratios = _pln.compute_ratios(runs, {"median_s": 0.002}, size="oaks100", target=0.0)
-    assert ratios["P2"] == pytest.approx(1.6)
-
-
-def test_every_level_run_records_its_adjacent_floor(tiny_results):
-    """Each JAX run has a positive floor_s; pyPLNmodels has none; the run-wide floor is the
-    median over all measurements (one at the start, two around every JAX fit)."""
-    for run in tiny_results["runs"]:
-        if run["name"] == "pyPLNmodels":
-            assert run["floor_s"] is None
-        else:
-            assert run["floor_s"] > 0
-    assert tiny_results["floor"]["measurements"] == 1 + 2 * 3
-    assert "around every fit" in _pln.summary_markdown(tiny_results)
-
-
-def test_compile_time_is_measured_even_after_an_earlier_compilation():
-    """A fit compiled before the benchmark must not show up as a zero compile time."""
-    from jaxcourse.pln import level5
-
-    data = _pln.load_size("tiny")
-    level5.fit(data, 8)  # compiles level 5 with the benchmark's settings
-    results = _pln.run_pln_benchmark("tiny", n_iter=8, methods=["level 5"])
-    assert results["runs"][0]["compile_s"] > 0

@@ -17,15 +17,16 @@ import jax
 import nbformat
 import pytest
 
-from jaxcourse import notebooks
-from jaxcourse.bench import _environment
-from jaxcourse.bench._environment import GPU_UNUSED_WARNING, environment_line, nvidia_gpu_listed
+from jaxcourse import environment as environment_module
+from jaxcourse.environment import GPU_UNUSED_WARNING, environment_line, nvidia_gpu_listed
+from tools import book
+from tools import colab as notebook_setup
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
     (ROOT / "notebooks" / "student").glob("*.ipynb")
 )
-X = notebooks.JAX_VERSION
+X = notebook_setup.JAX_VERSION
 PLUGINS = ["jax-cuda12-pjrt", "jax-cuda12-plugin"]
 FAKE_GPU = 'echo "GPU 0: NVIDIA T4 (UUID: GPU-fake)"'
 NO_DRIVER = 'echo "NVIDIA-SMI has failed: no NVIDIA driver is running." >&2; exit 9'
@@ -37,10 +38,10 @@ def test_notebook_starts_with_badge_then_setup(path):
     badge, setup = cells[0], cells[1]
     name = str(path.relative_to(ROOT / "notebooks"))
     assert badge.cell_type == "markdown"
-    assert f"({notebooks.colab_url(name)})" in badge.source
-    assert notebooks.colab_url(name).endswith(f"/notebooks/{name}")
+    assert f"({notebook_setup.colab_url(name)})" in badge.source
+    assert notebook_setup.colab_url(name).endswith(f"/notebooks/{name}")
     assert "colab-badge.svg" in badge.source
-    assert setup.cell_type == "code" and setup.source == notebooks.setup_source()
+    assert setup.cell_type == "code" and setup.source == notebook_setup.setup_source()
 
 
 def test_there_are_notebooks():
@@ -49,18 +50,18 @@ def test_there_are_notebooks():
 
 def test_jax_version_is_the_pin_of_requirements_txt():
     """The setup cell installs on Colab the jax and jaxlib that CI tests: requirements.txt's pins."""
-    text = (ROOT / "requirements.txt").read_text()
-    pins = dict(re.findall(r"^(jax|jaxlib)==(\S+)\s*$", text, re.MULTILINE))
-    assert pins == {"jax": X, "jaxlib": X}
-    assert f'JAX_VERSION = "{X}"' in notebooks.setup_source()
+    assert X == book.pinned_jax_version()
+    assert notebook_setup.setup_source().count(X) == 1
 
 
 def test_setup_cell_installs_from_the_course_repository():
-    source = notebooks.setup_source()
-    github = f"https://github.com/{notebooks.REPOSITORY}"
-    assert notebooks.COURSE_REQUIREMENT == f"jaxcourse @ git+{github}@{notebooks.REF}"
-    assert f'COURSE = "{notebooks.COURSE_REQUIREMENT}"' in source
-    assert "import jax" not in source  # the sharding chapter configures JAX after this cell
+    """The cell's install target is derived from _quarto.yml's repo-url, not typed into it."""
+    assert notebook_setup.REPOSITORY == book.repository()
+    assert notebook_setup.setup_source().count(notebook_setup.COURSE_REQUIREMENT) == 1
+    fork = notebook_setup.setup_source("someone/fork", "dev")
+    assert fork.count(notebook_setup.course_requirement("someone/fork", "dev")) == 1
+    assert "someone/fork" not in notebook_setup.setup_source()
+    assert "import jax" not in notebook_setup.setup_source()  # the sharding chapter configures JAX after this cell
 
 
 @pytest.fixture
@@ -72,7 +73,7 @@ def recorded_runs(monkeypatch):
 
 def test_setup_cell_does_nothing_outside_colab(recorded_runs, monkeypatch, capsys):
     monkeypatch.delitem(sys.modules, "google.colab", raising=False)
-    exec(notebooks.setup_source(), {})
+    exec(notebook_setup.setup_source(), {})
     assert recorded_runs == []
     assert capsys.readouterr().out == ""
 
@@ -120,7 +121,7 @@ class FakeColab:
         return [types.SimpleNamespace(metadata={"Name": name}) for name in self.packages]
 
     def run_setup_cell(self) -> None:
-        exec(notebooks.setup_source(), {})
+        exec(notebook_setup.setup_source(), {})
 
 
 REAL_RUN, REAL_VERSION = subprocess.run, metadata.version
@@ -146,7 +147,7 @@ def colab(monkeypatch, tmp_path):
 def test_setup_cell_on_a_cpu_runtime_installs_jax_and_jaxlib_with_the_course(colab, capsys):
     """One pip command: jax and jaxlib at JAX_VERSION with the course; no plugin, no restart."""
     colab.run_setup_cell()
-    install = ["install", f"jax=={X}", f"jaxlib=={X}", notebooks.COURSE_REQUIREMENT, "--quiet"]
+    install = ["install", f"jax=={X}", f"jaxlib=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]
     assert colab.pip_calls == [install]
     out = capsys.readouterr().out
     assert f"Installed: jax {X}, jaxlib {X}\n" in out
@@ -160,7 +161,7 @@ def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(cola
     colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
     colab.set_nvidia_smi(FAKE_GPU)
     colab.run_setup_cell()
-    assert colab.pip_calls == [["install", f"jax[cuda12]=={X}", notebooks.COURSE_REQUIREMENT, "--quiet"]]
+    assert colab.pip_calls == [["install", f"jax[cuda12]=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]]
     out = capsys.readouterr().out
     assert f"Installed: jax {X}, jaxlib {X}, jax-cuda12-pjrt {X}, jax-cuda12-plugin {X}\n" in out
 
@@ -236,7 +237,7 @@ def test_gpu_probe_reads_nvidia_smi(nvidia_smi, body, listed):
 @pytest.mark.parametrize("gpu_listed", [True, False])
 def test_banner_warns_only_when_a_gpu_is_present_but_jax_uses_the_cpu(monkeypatch, backend, gpu_listed):
     """The banner names the backend in use, and ends with a warning exactly in the silent-CPU case."""
-    monkeypatch.setattr(_environment, "nvidia_gpu_listed", lambda: gpu_listed)
+    monkeypatch.setattr(environment_module, "nvidia_gpu_listed", lambda: gpu_listed)
     monkeypatch.setattr(jax, "default_backend", lambda: backend)
     line = environment_line()
     assert line.startswith(f"Executed with jax {jax.__version__} on ")

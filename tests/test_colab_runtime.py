@@ -21,8 +21,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from jaxcourse import notebooks
-from jaxcourse.bench._environment import GPU_UNUSED_WARNING
+from jaxcourse.environment import GPU_UNUSED_WARNING
+from tools import colab as notebook_setup
+from tools import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 FREEZES = ROOT / "tests" / "fixtures" / "colab"
@@ -190,7 +191,7 @@ def course_repository(destination: Path) -> Path:
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, destination / name)
     git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
-    subprocess.run(["git", "init", "--quiet", "-b", notebooks.REF, str(destination)], check=True)
+    subprocess.run(["git", "init", "--quiet", "-b", notebook_setup.REF, str(destination)], check=True)
     subprocess.run([*git, "-C", str(destination), "add", "--all"], check=True)
     subprocess.run([*git, "-C", str(destination), "commit", "--quiet", "-m", "snapshot"], check=True)
     return destination
@@ -202,9 +203,9 @@ def setup_cell(tmp_path_factory) -> str:
     chapter = ROOT / "chapters" / "tracing.qmd"
     notebook = notebooks.chapter_to_notebook(chapter.read_text(), "tracing.ipynb")
     source = notebook.cells[1].source
-    assert source == notebooks.setup_source()
-    github = f"https://github.com/{notebooks.REPOSITORY}"
-    assert source.count(github) == 1 and f'COURSE = "jaxcourse @ git+{github}@{notebooks.REF}"' in source
+    assert source == notebook_setup.setup_source()
+    github = f"https://github.com/{notebook_setup.REPOSITORY}"
+    assert source.count(github) == 1 and source.count(notebook_setup.COURSE_REQUIREMENT) == 1
     local = course_repository(tmp_path_factory.mktemp("course") / "course")
     return source.replace(github, local.as_uri())
 
@@ -234,7 +235,7 @@ def test_colab_freezes_have_the_old_jax_the_cell_replaces():
     cpu, gpu = colab_versions(CPU_FREEZE), colab_versions(GPU_FREEZE)
     assert cpu["jax"] == cpu["jaxlib"] == gpu["jax-cuda12-plugin"] == gpu["jax-cuda12-pjrt"] == "0.7.2"
     assert not any(name.startswith("jax-cuda") for name in cpu)
-    assert cpu["jax"] != notebooks.JAX_VERSION
+    assert cpu["jax"] != notebook_setup.JAX_VERSION
 
 
 def test_cpu_runtime_gets_the_pinned_jax_and_no_cuda_plugin(colab, setup_cell):
@@ -243,13 +244,13 @@ def test_cpu_runtime_gets_the_pinned_jax_and_no_cuda_plugin(colab, setup_cell):
     output = colab.run_setup_cell(setup_cell, gpu=False, import_jax_first=True)
     installed = colab.versions()
     print("CPU runtime:", jax_versions(installed))
-    assert jax_versions(installed) == {"jax": notebooks.JAX_VERSION, "jaxlib": notebooks.JAX_VERSION}
-    assert f"Installed: jax {notebooks.JAX_VERSION}, jaxlib {notebooks.JAX_VERSION}\n" in output
+    assert jax_versions(installed) == {"jax": notebook_setup.JAX_VERSION, "jaxlib": notebook_setup.JAX_VERSION}
+    assert f"Installed: jax {notebook_setup.JAX_VERSION}, jaxlib {notebook_setup.JAX_VERSION}\n" in output
     assert "RESTART NEEDED: this session had imported jax 0.7.2, jaxlib 0.7.2" in output
     assert "Runtime > Restart session" in output
     banner = colab.banner(gpu=False)
     print(banner)
-    assert banner.startswith(f"Executed with jax {notebooks.JAX_VERSION} on cpu (cpu backend")
+    assert banner.startswith(f"Executed with jax {notebook_setup.JAX_VERSION} on cpu (cpu backend")
     assert GPU_UNUSED_WARNING not in banner
 
 
@@ -265,7 +266,7 @@ def test_notebooks_run_in_colabs_cpu_runtime(colab, setup_cell, tmp_path):
         shutil.copy(ROOT / "notebooks" / name, tmp_path / name)
     kernel_check = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         f"import sys, jax\nassert sys.prefix == {str(colab.venv)!r}, sys.prefix\n"
-        f"assert jax.__version__ == {notebooks.JAX_VERSION!r}, jax.__version__"
+        f"assert jax.__version__ == {notebook_setup.JAX_VERSION!r}, jax.__version__"
     )])
     kernel_check.metadata = nbformat.read(tmp_path / NOTEBOOKS[0], as_version=4).metadata  # same kernel
     nbformat.write(kernel_check, tmp_path / "kernel_check.ipynb")
@@ -288,8 +289,8 @@ def test_gpu_runtime_gets_the_cuda_plugin_of_jaxlibs_version(colab, setup_cell):
     installed = jax_versions(colab.versions())
     for name in GPU_PREINSTALLED:
         print(f"{name} {installed[name]} == jaxlib {installed['jaxlib']}")
-    assert installed == dict.fromkeys(["jax", "jaxlib", *GPU_PREINSTALLED], notebooks.JAX_VERSION)
-    assert f"jax-cuda12-plugin {notebooks.JAX_VERSION}" in output
+    assert installed == dict.fromkeys(["jax", "jaxlib", *GPU_PREINSTALLED], notebook_setup.JAX_VERSION)
+    assert f"jax-cuda12-plugin {notebook_setup.JAX_VERSION}" in output
     assert "No restart needed" in output
     # This machine has no GPU, so JAX falls back to the CPU; the banner must say so loudly.
     banner = colab.banner(gpu=True)
@@ -304,5 +305,5 @@ def test_cpu_runtime_removes_a_cuda_plugin(colab, setup_cell):
     output = colab.run_setup_cell(setup_cell, gpu=False)
     installed = jax_versions(colab.versions())
     print("CPU runtime after a GPU one:", installed)
-    assert installed == {"jax": notebooks.JAX_VERSION, "jaxlib": notebooks.JAX_VERSION}
+    assert installed == {"jax": notebook_setup.JAX_VERSION, "jaxlib": notebook_setup.JAX_VERSION}
     assert "No restart needed" in output

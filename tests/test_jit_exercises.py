@@ -65,6 +65,24 @@ def test_apply_boundary_wrong_ends_fail():
     assert_not_yet(exercises.check_apply_boundary(lambda u, left, right: u.at[1:-1].multiply(0.5)), "end values")
 
 
+def test_apply_boundary_returning_a_pair_gets_a_structure_hint():
+    """(u, the new array): one array was asked for, and the hint says so."""
+    verdict = exercises.check_apply_boundary(lambda u, left, right: (u, apply_boundary(u, left, right)))
+    assert_not_yet(verdict, "should be one array of shape (6,) (the updated copy of u), got a tuple")
+
+
+def test_apply_boundary_python_if_on_a_traced_value_fails_under_jit():
+    """Skipping the halving with a Python `if` on the data works eagerly, not under jit."""
+
+    def with_if(u, left, right):
+        u = u.at[0].set(left).at[-1].set(right)
+        if u[1:-1].sum() != 0:
+            u = u.at[1:-1].multiply(0.5)
+        return u
+
+    assert_not_yet(exercises.check_apply_boundary(with_if), "traced value")
+
+
 # Exercise 2: a timing that blocks ----------------------------------------------------------------
 
 
@@ -137,6 +155,13 @@ def test_time_blocked_returning_milliseconds_in_a_string_fails():
     assert_not_yet(exercises.check_time_blocked(lambda fn, x: f"{time_blocked(fn, x) * 1e3} ms"), "float")
 
 
+def test_time_blocked_in_milliseconds_is_not_blamed_on_compilation():
+    """A correct timing in milliseconds gets a unit hint, not the compilation hint."""
+    verdict = exercises.check_time_blocked(lambda fn, x: time_blocked(fn, x) * 1e3)
+    assert_not_yet(verdict, "looks like milliseconds")
+    assert "compilation" not in verdict.message
+
+
 # Exercise 3: stop recompiling --------------------------------------------------------------------
 
 
@@ -193,6 +218,12 @@ def test_shrink_path_eager_fails():
 def test_shrink_path_wrong_values_fail():
     verdict = exercises.check_shrink_path(lambda x, thresholds: [soft_threshold_jit(x, 0.0) for _ in thresholds])
     assert_not_yet(verdict, "wrong values")
+
+
+def test_shrink_path_dict_gets_a_structure_hint():
+    """A dict keyed by threshold is not the list (or stacked array) asked for."""
+    verdict = exercises.check_shrink_path(lambda x, thresholds: {t: soft_threshold_jit(x, t) for t in thresholds})
+    assert_not_yet(verdict, "one array of shape")
 
 
 # Exercise 4: compile ahead of time, and time it --------------------------------------------------

@@ -1,16 +1,17 @@
-"""Notebooks are generated from the chapters and committed in sync with them."""
+"""Notebooks are generated from the chapters (`tools.notebooks`) and committed in sync with them."""
 
 from pathlib import Path
 
 import nbformat
 
-from jaxcourse import notebooks
+from tools import colab, notebooks
+from tools.quarto_markdown import STUDENT_NOTE
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_committed_notebooks_match_the_chapters():
-    """Fails when a chapter changed without `python -m jaxcourse.notebooks`."""
+    """Fails when a chapter changed without `python -m tools.notebooks`."""
     assert notebooks.stale_notebooks(ROOT) == []
 
 
@@ -23,6 +24,9 @@ def test_every_chapter_has_a_solution_and_a_student_notebook():
 def test_check_mode_reports_a_stale_notebook(tmp_path):
     (tmp_path / "chapters").mkdir()
     (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_quarto.yml").write_text(
+        "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n  chapters: [chapters/demo.qmd]\n"
+    )
     (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n')
     assert notebooks.main(["--check", "--root", str(tmp_path)]) == 1
     notebooks.main(["--root", str(tmp_path)])
@@ -68,7 +72,7 @@ def test_generated_notebook_structure():
 
 def test_setup_cell_is_a_no_op_outside_colab():
     namespace = {}
-    exec(notebooks.setup_source(), namespace)  # would pip-install only on Colab
+    exec(colab.setup_source(), namespace)  # would pip-install only on Colab
     assert "subprocess" not in namespace
 
 
@@ -116,6 +120,6 @@ def test_student_notebook_keeps_stubs_and_drops_solutions():
     assert "return 2 * x" in solution_text and "Because it is so" in solution_text
     assert "return 2 * x" not in student_text and "Because it is so" not in student_text
     assert "raise NotImplementedError" in student_text
-    assert student_text.count(notebooks.STUDENT_NOTE) == 2
+    assert student_text.count(STUDENT_NOTE) == 2
     assert "**2. Explain.**" in student_text and "## Further reading" in student_text
     assert "notebooks/student/ex.ipynb" in student.cells[0].source

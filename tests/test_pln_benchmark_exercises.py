@@ -280,3 +280,104 @@ def test_column_sums_stub_is_not_yet():
 
     verdict = exercises.check_column_sums(stub)
     assert not verdict and "no answer yet" in verdict.message
+
+
+# Wrong answers the first checkers let through ------------------------------------------------------
+
+
+def test_time_to_target_strict_comparison_fails_on_a_tie():
+    """> instead of >= misses a trace that reaches the target exactly."""
+
+    def strict(elbo, times, target):
+        reached = np.flatnonzero(np.asarray(elbo) > target)
+        return float(times[reached[0]]) if reached.size else None
+
+    verdict = exercises.check_time_to_target(strict)
+    assert not verdict and "FIRST time" in verdict.message
+
+
+def test_time_to_target_argmax_without_a_check_fails():
+    """np.argmax of an all-False mask is 0: a target never reached must give None."""
+    verdict = exercises.check_time_to_target(
+        lambda elbo, times, target: float(times[np.argmax(np.asarray(elbo) >= target)])
+    )
+    assert not verdict and "never reaches" in verdict.message
+
+
+def test_gradient_by_autodiff_fails_on_the_method():
+    """jax.grad of the profiled ELBO gives the right numbers but is not the hand-derived formula."""
+    from jaxcourse.pln import profiled_elbo
+    import jax
+
+    verdict = exercises.check_latent_mean_gradient(
+        lambda data, variational: jax.grad(profiled_elbo, argnums=1)(data, variational).latent_mean
+    )
+    assert not verdict and "differentiates" in verdict.message
+
+
+def test_gradient_with_the_wrong_sign_of_the_prior_is_blamed_on_the_sign():
+    def plus_prior(data, variational):
+        return 2 * (data.counts - jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)) - latent_mean_gradient(data, variational)
+
+    verdict = exercises.check_latent_mean_gradient(plus_prior)
+    assert not verdict and "wrong sign" in verdict.message and "rate" not in verdict.message
+
+
+def test_gradient_without_the_variance_in_the_rate_fails():
+    def no_variance(data, variational):
+        params = closed_form_params(data, variational)
+        precision = jnp.linalg.inv(params.covariance)
+        residuals = variational.latent_mean - data.covariates @ params.coef
+        return data.counts - jnp.exp(data.offsets + variational.latent_mean) - residuals @ precision
+
+    verdict = exercises.check_latent_mean_gradient(no_variance)
+    assert not verdict and "S^2 / 2" in verdict.message
+
+
+def test_rprop_sign_by_comparison_fails_on_zero_gradients():
+    """sign = where(grad >= 0, 1, -1) moves entries whose gradient is exactly zero."""
+
+    def no_zero(x, grad, step, prev_sign):
+        sign = jnp.where(grad >= 0, 1, -1).astype(jnp.int8)
+        agree = sign * prev_sign
+        step = jnp.clip(step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0)
+        sign = jnp.where(agree < 0, jnp.int8(0), sign)
+        return x - sign * step, step, sign
+
+    verdict = exercises.check_rprop_step(no_zero)
+    assert not verdict and "exactly 0" in verdict.message
+
+
+def test_rprop_python_if_fails_under_jit():
+    def branchy(x, grad, step, prev_sign):
+        if float(jnp.sum(jnp.abs(grad))) == 0.0:
+            return x, step, jnp.zeros_like(prev_sign)
+        return rprop_step(x, grad, step, prev_sign)
+
+    verdict = exercises.check_rprop_step(branchy)
+    assert not verdict and "traced value" in verdict.message
+
+
+def test_rprop_returning_a_pair_fails_with_the_expected_structure():
+    verdict = exercises.check_rprop_step(lambda x, grad, step, prev_sign: rprop_step(x, grad, step, prev_sign)[:2])
+    assert not verdict and "three arrays" in verdict.message
+
+
+def test_momentum_restart_on_a_tie_fails():
+    """>= instead of > restarts when sum(grad * velocity) is exactly 0."""
+
+    def eager_restart(grad, curvature, velocity, momentum):
+        carried = jnp.where(jnp.sum(grad * velocity) >= 0, 0.0, momentum)
+        return carried * velocity - grad / curvature
+
+    verdict = exercises.check_momentum_update(eager_restart)
+    assert not verdict and "not >= 0" in verdict.message
+
+
+def test_momentum_python_if_fails_under_jit():
+    def branchy(grad, curvature, velocity, momentum):
+        carried = 0.0 if float(jnp.sum(grad * velocity)) > 0 else momentum
+        return carried * velocity - grad / curvature
+
+    verdict = exercises.check_momentum_update(branchy)
+    assert not verdict and "traced value" in verdict.message

@@ -1,9 +1,10 @@
-"""The PLN exercise checkers accept the reference solutions and reject typical mistakes."""
+"""The PLN model chapter's exercise checkers accept the reference solutions and reject typical mistakes."""
 
 import jax
 import jax.numpy as jnp
 import pytest
 
+from jaxcourse import pln
 from jaxcourse.exercises import pln as exercises
 
 
@@ -42,81 +43,82 @@ def test_stub_reports_not_yet():
     assert not verdict and "no answer yet" in verdict.message
 
 
-@jax.tree_util.register_pytree_node_class
-class GoodContainer:
-    def __init__(self, latent_mean, latent_sqrt_var, name):
-        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
-
-    def tree_flatten(self):
-        return (self.latent_mean, self.latent_sqrt_var), self.name
-
-    @classmethod
-    def tree_unflatten(cls, name, children):
-        return cls(*children, name)
+def test_log_det_product_of_the_cholesky_diagonal_fails_on_the_method():
+    """log(prod(diag(L))**2) forms the determinant: it overflows at 114 x 114."""
+    verdict = exercises.check_log_det(lambda m: jnp.log(jnp.prod(jnp.diagonal(jnp.linalg.cholesky(m))) ** 2))
+    assert not verdict and "Cholesky" in verdict.message
 
 
-@jax.tree_util.register_pytree_node_class
-class DropsName(GoodContainer):
-    @classmethod
-    def tree_unflatten(cls, name, children):
-        obj = object.__new__(cls)
-        obj.latent_mean, obj.latent_sqrt_var = children
-        return obj
+def test_log_det_of_the_matrix_diagonal_fails_with_its_own_hint():
+    """The diagonal of the matrix is not the diagonal of its Cholesky factor."""
+    verdict = exercises.check_log_det(lambda m: jnp.sum(jnp.log(jnp.diagonal(m))))
+    assert not verdict and "matrix's own diagonal" in verdict.message
 
 
-@jax.tree_util.register_pytree_node_class
-class ArraysInAux(GoodContainer):
-    def tree_flatten(self):
-        return (), (self.latent_mean, self.latent_sqrt_var, self.name)
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*aux)
+def test_log_det_returning_slogdet_pair_fails_with_the_expected_structure():
+    verdict = exercises.check_log_det(jnp.linalg.slogdet)
+    assert not verdict and "(sign, log|det|)" in verdict.message
 
 
-class Plain:
-    def __init__(self, latent_mean, latent_sqrt_var, name):
-        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
+def test_log_det_python_if_fails_under_jit():
+    """Branching in Python on the matrix works eagerly only."""
+
+    def branchy(matrix):
+        if float(matrix[0, 0]) > 0:
+            return stable_log_det(matrix)
+        return jnp.nan
+
+    verdict = exercises.check_log_det(branchy)
+    assert not verdict and "traced value" in verdict.message
 
 
-def test_pytree_container_solution_passes():
-    assert exercises.check_pytree_container(GoodContainer)
+# Exercise 2: why the closed form ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [(DropsName, "lost the field 'name'"), (ArraysInAux, "only small hashable values"), (Plain, "single opaque leaf")],
-)
-def test_pytree_container_mistakes_fail(wrong, hint):
-    verdict = exercises.check_pytree_container(wrong)
-    assert not verdict and hint in verdict.message
+def scaled_elbo(data, variational, factor):
+    best = pln.closed_form_params(data, variational)
+    return pln.elbo(data, variational, pln.ModelParams(best.coef, factor * best.covariance))
 
 
-def scan_solution(step, state, n_iter):
-    return jax.lax.scan(lambda carry, _: step(carry), state, length=n_iter)
+def test_scaled_covariance_reference_passes():
+    verdict = exercises.check_scaled_covariance_elbo(scaled_elbo)
+    assert verdict, verdict.message
 
 
-def python_loop(step, state, n_iter):
-    values = []
-    for _ in range(n_iter):
-        state, value = step(state)
-        values.append(value)
-    return state, jnp.stack(values)
+def test_scaled_covariance_scaling_coefficients_too_fails():
+    def both(data, variational, factor):
+        best = pln.closed_form_params(data, variational)
+        return pln.elbo(data, variational, pln.ModelParams(factor * best.coef, factor * best.covariance))
+
+    verdict = exercises.check_scaled_covariance_elbo(both)
+    assert not verdict and "coefficients B too" in verdict.message
 
 
-def test_scan_solution_passes():
-    assert exercises.check_scan_loop(scan_solution)
+def test_scaled_covariance_inverse_factor_fails():
+    verdict = exercises.check_scaled_covariance_elbo(lambda d, v, factor: scaled_elbo(d, v, 1.0 / factor))
+    assert not verdict and "1 / factor" in verdict.message
 
 
-def test_python_loop_fails_with_unrolling_hint():
-    verdict = exercises.check_scan_loop(python_loop)
-    assert not verdict and "unrolled" in verdict.message
+def test_scaled_covariance_negative_elbo_fails():
+    verdict = exercises.check_scaled_covariance_elbo(lambda d, v, factor: -scaled_elbo(d, v, factor))
+    assert not verdict and "minus the ELBO" in verdict.message
 
 
-def test_scan_dropping_values_fails():
-    def final_only(step, state, n_iter):
-        state, _ = jax.lax.scan(lambda carry, _: step(carry), state, length=n_iter)
-        return state, jnp.zeros(())
+def test_scaled_covariance_fixed_variational_point_fails():
+    """Closed-form parameters computed once, at the first point seen, are wrong at the next."""
+    cache = {}
 
-    verdict = exercises.check_scan_loop(final_only)
-    assert not verdict and "stacked values" in verdict.message
+    def frozen(data, variational, factor):
+        best = cache.setdefault(data.counts.shape, pln.closed_form_params(data, variational))
+        return pln.elbo(data, variational, pln.ModelParams(best.coef, factor * best.covariance))
+
+    verdict = exercises.check_scaled_covariance_elbo(frozen)
+    assert not verdict and "at the point you are given" in verdict.message
+
+
+def test_scaled_covariance_python_if_on_the_factor_fails_under_jit():
+    def branchy(data, variational, factor):
+        return scaled_elbo(data, variational, 1.0 if factor == 1 else factor)
+
+    verdict = exercises.check_scaled_covariance_elbo(branchy)
+    assert not verdict and "traced value" in verdict.message

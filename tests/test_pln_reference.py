@@ -9,6 +9,7 @@ import torch
 from pyPLNmodels.calculations.elbos import elbo_pln, profiled_elbo_pln
 
 from jaxcourse.pln import (
+    as_float64,
     ModelParams,
     PLNData,
     Variational,
@@ -80,3 +81,36 @@ def test_profiled_elbo_matches_pyplnmodels(problem):
 def test_stirling_correction_matches_the_known_optima():
     """-32026.02 (exact) and -31456.36 (Stirling) are the same optimum in two conventions."""
     assert stirling_correction(load_oaks().counts) == pytest.approx(-31456.36 + 32026.02, abs=0.02)
+
+
+def test_pyplnmodels_maxiter_is_its_own_default():
+    """`constants.PYPLNMODELS_MAXITER` is the `maxiter` default of pyPLNmodels' `Pln.fit`."""
+    import inspect
+
+    from pyPLNmodels import Pln
+
+    from jaxcourse.pln.constants import PYPLNMODELS_MAXITER
+
+    assert inspect.signature(Pln.fit).parameters["maxiter"].default == PYPLNMODELS_MAXITER
+
+
+def test_reference_trace_reads_pyplnmodels_monitors_as_plain_arrays():
+    """On a tiny simulated set, `trace_pyplnmodels` returns one ELBO and one time per step
+    (NumPy, exact convention, times increasing), M and S of the data's shape, whose float64
+    profiled ELBO is close to the last traced one, and the torch optimizer it ran, with
+    pyPLNmodels' settings."""
+    from jaxcourse.pln import simulate
+    from jaxcourse.pln._reference import trace_pyplnmodels
+
+    data = simulate(40, 6, key=jax.random.key(0)).data
+    maxiter = 30
+    trace = trace_pyplnmodels(data, maxiter=maxiter)
+    assert isinstance(trace.elbo, np.ndarray) and isinstance(trace.times_s, np.ndarray)
+    assert trace.elbo.shape == trace.times_s.shape == (maxiter,)
+    assert np.all(np.isfinite(trace.elbo)) and np.all(np.diff(trace.times_s) >= 0)
+    assert 0 < trace.times_s[-1] <= trace.seconds
+    assert [np.shape(part) for part in trace.variational] == [data.counts.shape] * 2
+    with jax.enable_x64(True):
+        final = float(profiled_elbo(as_float64(data), Variational(*as_float64(tuple(trace.variational)))))
+    assert final == pytest.approx(trace.elbo[-1], abs=0.5)  # one step on, in float64, same convention
+    assert trace.optimizer.startswith("torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50)")

@@ -187,7 +187,7 @@ def test_random_walk_closing_over_one_key_fails():
 
     verdict = check_random_walk(wrong)
     assert not verdict
-    assert "same amount" in verdict.message
+    assert "closes over" in verdict.message
 
 
 def test_random_walk_carried_key_fails_with_its_own_hint():
@@ -245,3 +245,147 @@ def test_random_walk_recording_the_start_fails():
     verdict = check_random_walk(wrong)
     assert not verdict
     assert "not the start 0" in verdict.message
+
+
+# Wrong answers of the classes the checkers must catch by property -------------------------------
+
+
+def test_next_normal_uniform_sampler_fails_on_its_shape():
+    """A 'normal' built on the uniform distribution, even with mean 0 and variance 1, is caught by
+    the shape of many draws (kurtosis 1.8), not by a bound."""
+
+    def uniform_normal(key):
+        key, subkey = jax.random.split(key)
+        return key, jax.random.uniform(subkey, minval=-(3**0.5), maxval=3**0.5)
+
+    verdict = check_next_normal(uniform_normal)
+    assert not verdict and "kurtosis" in verdict.message
+
+
+def test_next_normal_wrong_scale_fails_on_the_variance():
+    """Draws of the right shape and the wrong scale are blamed on the variance."""
+
+    def scaled(key):
+        key, subkey = jax.random.split(key)
+        return key, 2.0 * jax.random.normal(subkey)
+
+    verdict = check_next_normal(scaled)
+    assert not verdict and "variance" in verdict.message
+
+
+def test_next_normal_fold_in_and_draw_on_one_key_fails():
+    """Folding into a key and drawing from it too breaks the course's fold_in rule."""
+
+    def fold_and_draw(key):
+        return jax.random.fold_in(key, 1), jax.random.normal(key)
+
+    verdict = check_next_normal(fold_and_draw)
+    assert not verdict and "fold_in" in verdict.message
+
+
+def test_next_normal_arithmetic_on_key_data_fails():
+    """A new key made by adding 1 to the key's data is rejected with a hint about key data."""
+
+    def add_one(key):
+        new_key = jax.random.wrap_key_data(jax.random.key_data(key) + 1)
+        return new_key, jax.random.normal(key)
+
+    verdict = check_next_normal(add_one)
+    assert not verdict and "key data" in verdict.message
+
+
+def test_next_normal_python_if_on_a_value_fails_under_jit():
+    """An answer that works eagerly but branches in Python on a drawn value fails under jit."""
+
+    def branchy(key):
+        key, subkey = jax.random.split(key)
+        x = jax.random.normal(subkey)
+        return key, (x if float(x) > -10 else 0.0 * x)
+
+    verdict = check_next_normal(branchy)
+    assert not verdict and "jit" in verdict.message
+
+
+def test_next_normal_returning_three_values_fails_with_the_expected_structure():
+    verdict = check_next_normal(lambda key: (*jax.random.split(key), 0.0))
+    assert not verdict and "pair (new_key, x)" in verdict.message
+
+
+def chunk_means(key, n_chunks, chunk_size):
+    one_chunk = lambda chunk_key: jnp.mean(jnp.exp(jax.random.normal(chunk_key, (chunk_size,))))
+    return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+
+
+def test_chunk_means_python_loop_fails_on_the_method():
+    """The same numbers from a Python loop over the keys: the exercise asks for vmap."""
+
+    def looped(key, n_chunks, chunk_size):
+        keys = jax.random.split(key, n_chunks)
+        return jnp.stack([jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,)))) for k in keys])
+
+    verdict = check_chunk_means(looped)
+    assert not verdict and "jax.vmap" in verdict.message and "loop" in verdict.message
+
+
+def test_chunk_means_lax_map_fails_on_the_method():
+    """lax.map draws from one key at a time: same numbers, not vmap."""
+
+    def mapped(key, n_chunks, chunk_size):
+        one_chunk = lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
+        return jax.lax.map(one_chunk, jax.random.split(key, n_chunks))
+
+    verdict = check_chunk_means(mapped)
+    assert not verdict and "one key at a time" in verdict.message
+
+
+def test_chunk_means_returning_a_tuple_fails_with_the_expected_structure():
+    verdict = check_chunk_means(lambda key, n, size: (chunk_means(key, n, size), n))
+    assert not verdict and "one array of shape" in verdict.message
+
+
+def test_chunk_means_fold_in_and_split_of_one_key_fails():
+    """Splitting the key and also folding into it mixes the two ways to derive keys."""
+
+    def mixed(key, n_chunks, chunk_size):
+        salt = jax.random.normal(jax.random.fold_in(key, 99))
+        return chunk_means(key, n_chunks, chunk_size) + 0.0 * salt
+
+    verdict = check_chunk_means(mixed)
+    assert not verdict and "fold_in" in verdict.message
+
+
+def test_chunk_means_hard_coded_chunk_size_fails_on_a_second_size():
+    """A chunk size fixed at the typical case's 500 passes it, but not a second size."""
+
+    def fixed_size(key, n_chunks, chunk_size):
+        keys = jax.random.split(key, n_chunks)
+        return jax.vmap(lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (500,)))))(keys)
+
+    verdict = check_chunk_means(fixed_size)
+    assert not verdict and "chunk_size=3" in verdict.message
+
+
+def test_random_walk_returning_carry_and_positions_fails_with_the_expected_structure():
+    """Returning scan's (carry, ys) pair gets a hint about the structure, not a crash."""
+
+    def pair(key, n_steps):
+        step = lambda position, k: (position + jax.random.normal(k),) * 2
+        return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))
+
+    verdict = check_random_walk(pair)
+    assert not verdict and "return only the positions" in verdict.message
+
+
+def test_random_walk_python_if_on_the_position_fails_under_jit():
+    """A walk that reads a traced position with float() works eagerly only if never traced; scan
+    traces it, and the hint says so."""
+
+    def branchy(key, n_steps):
+        def step(position, k):
+            position = position + jax.random.normal(k)
+            return position, position if float(position) > -100 else position
+
+        return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))[1]
+
+    verdict = check_random_walk(branchy)
+    assert not verdict and ("ConcretizationTypeError" in verdict.message or "Python number" in verdict.message)

@@ -1,6 +1,7 @@
 """The errors shown in the pytrees chapter, pinned: class and a stable fragment of the message."""
 
 import dataclasses
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +16,20 @@ def test_numpy_dict_comprehension_on_nested_dict():
     nested_params = {"hidden": flat_params, "output": {"w": np.ones(3), "b": np.zeros(1)}}
     with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'float' and 'dict'"):
         {name: 0.5 * value for name, value in nested_params.items()}
+
+
+def test_namedtuple_field_cannot_be_assigned():
+    """Chapter: a NamedTuple is immutable; _replace makes a new one, assignment raises."""
+
+    class Affine(NamedTuple):
+        w: jax.Array
+        b: jax.Array
+
+    model = Affine(jnp.ones((3, 2)), jnp.zeros(2))
+    shifted = model._replace(b=model.b + 1.0)
+    assert shifted.w is model.w and float(model.b[0]) == 0.0 and float(shifted.b[0]) == 1.0
+    with pytest.raises(AttributeError, match="can't set attribute"):
+        model.b = jnp.ones(2)
 
 
 def test_tree_map_structure_mismatch():

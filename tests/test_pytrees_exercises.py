@@ -5,6 +5,7 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from jax.tree_util import register_pytree_node_class
 
 from jaxcourse.exercises import pytrees as exercises
@@ -248,7 +249,7 @@ def test_standardizer_swapped_children_fail():
 
     verdict = exercises.check_standardizer(Swapped)
     assert not verdict
-    assert "round trip changed 'mean'" in verdict.message
+    assert "field 'mean' changed" in verdict.message
 
 
 def test_standardizer_extra_array_in_aux_fails():
@@ -269,3 +270,182 @@ def test_standardizer_extra_array_in_aux_fails():
     verdict = exercises.check_standardizer(MeanAlsoInAux)
     assert not verdict
     assert "aux data contains an array" in verdict.message
+
+
+# Edge cases and second values that the first checkers never tried --------------------------------
+
+
+def test_count_params_leaf_size_attribute_fails_on_python_numbers():
+    """leaf.size works for arrays only; the Python int leaf gets a hint naming jnp.size."""
+    verdict = exercises.check_count_params(lambda tree: sum(leaf.size for leaf in jax.tree.leaves(tree)))
+    assert not verdict and "jnp.size(leaf)" in verdict.message
+
+
+def test_count_params_one_per_empty_array_fails():
+    """Counting at least one scalar per leaf is wrong for an array of shape (0, 3)."""
+    verdict = exercises.check_count_params(
+        lambda tree: sum(max(1, int(jnp.size(leaf))) for leaf in jax.tree.leaves(tree))
+    )
+    assert not verdict and "shape (0, 3)" in verdict.message
+
+
+def test_count_params_returning_a_list_fails_with_the_expected_structure():
+    verdict = exercises.check_count_params(lambda tree: [jnp.size(leaf) for leaf in jax.tree.leaves(tree)])
+    assert not verdict and "one whole number" in verdict.message
+
+
+def test_stack_records_only_dicts_fails_on_namedtuples():
+    """Rebuilding a dict by hand works for dict records only."""
+
+    def dicts_only(records):
+        return {k: jnp.stack([r[k] for r in records]) for k in records[0]}
+
+    verdict = exercises.check_stack_records(dicts_only)
+    assert not verdict
+
+
+def test_stack_records_skipping_a_single_record_fails():
+    """Returning the record itself when there is only one misses the new axis."""
+
+    def lazy(records):
+        if len(records) == 1:
+            return records[0]
+        return jax.tree.map(lambda *values: jnp.stack(values), *records)
+
+    verdict = exercises.check_stack_records(lazy)
+    assert not verdict and "a single record" in verdict.message and "new first axis" in verdict.message
+
+
+@register_pytree_node_class
+class HardCodedName(Standardizer):
+    """Keeps the name in the aux data but rebuilds every object with the name 'height'."""
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        return cls(*children, "height")
+
+
+def test_standardizer_hard_coded_name_fails_on_a_second_name():
+    verdict = exercises.check_standardizer(HardCodedName)
+    assert not verdict and "hard-code" in verdict.message and "'weight'" in verdict.message
+
+
+@register_pytree_node_class
+class ListAux(Standardizer):
+    def tree_flatten(self):
+        return (self.mean, self.scale), [self.name]
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        return cls(*children, aux_data[0])
+
+
+def test_standardizer_list_aux_fails_as_unhashable():
+    verdict = exercises.check_standardizer(ListAux)
+    assert not verdict and "hashed" in verdict.message and "tuple" in verdict.message
+
+
+# Exercise 4: what goes in the aux data ----------------------------------------------------------
+
+
+class TrainStateBase:
+    """The chapter's TrainState without its two pytree methods."""
+
+    def __init__(self, params, step, learning_rate, schedule):
+        self.params, self.step, self.learning_rate, self.schedule = params, step, learning_rate, schedule
+
+    def rate(self):
+        if self.schedule == "constant":
+            return self.learning_rate
+        return self.learning_rate / (1.0 + self.step)
+
+    def apply(self, grads):
+        return type(self)(self.params - self.rate() * grads, self.step + 1, self.learning_rate, self.schedule)
+
+
+def train_state(flatten, unflatten):
+    """A TrainState class registered with the given flatten and unflatten functions."""
+    methods = {"tree_flatten": flatten, "tree_unflatten": classmethod(unflatten)}
+    return register_pytree_node_class(type("TrainState", (TrainStateBase,), methods))
+
+
+REFERENCE_FLATTEN = lambda s: ((s.params, s.step, s.learning_rate), (s.schedule,))
+REFERENCE_UNFLATTEN = lambda cls, aux, children: cls(*children, *aux)
+
+
+def test_train_state_reference_passes():
+    verdict = exercises.check_train_state(train_state(REFERENCE_FLATTEN, REFERENCE_UNFLATTEN))
+    assert verdict, verdict.message
+
+
+def test_train_state_dataclass_passes():
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class TrainState(TrainStateBase):
+        params: jax.Array
+        step: jax.Array
+        learning_rate: float
+        schedule: str = jax.tree.static()
+
+    verdict = exercises.check_train_state(TrainState)
+    assert verdict, verdict.message
+
+
+@pytest.mark.parametrize(
+    ("flatten", "unflatten", "hint"),
+    [
+        pytest.param(
+            lambda s: ((s.params, s.learning_rate), (s.step, s.schedule)),
+            lambda cls, aux, ch: cls(ch[0], aux[0], ch[1], aux[1]),
+            "step is in the aux data",
+            id="step-in-aux",
+        ),
+        pytest.param(
+            lambda s: ((s.params, s.step), (s.learning_rate, s.schedule)),
+            lambda cls, aux, ch: cls(*ch, *aux),
+            "learning rate is in the aux data",
+            id="learning-rate-in-aux",
+        ),
+        pytest.param(
+            lambda s: ((s.step, s.learning_rate), (s.params, s.schedule)),
+            lambda cls, aux, ch: cls(aux[0], *ch, aux[1]),
+            "params is not among the children",
+            id="array-in-aux",
+        ),
+        pytest.param(
+            REFERENCE_FLATTEN,
+            lambda cls, aux, ch: cls(*ch, "decay"),
+            "hard-code",
+            id="schedule-hard-coded",
+        ),
+        pytest.param(
+            lambda s: ((s.params, s.step, s.learning_rate), [s.schedule]),
+            REFERENCE_UNFLATTEN,
+            "cannot be hashed",
+            id="list-aux",
+        ),
+        pytest.param(
+            lambda s: ((s.params, s.step, s.learning_rate, s.schedule), ()),
+            lambda cls, aux, ch: cls(*ch),
+            "jit rejects a string leaf",
+            id="schedule-as-child",
+        ),
+        pytest.param(
+            REFERENCE_FLATTEN,
+            lambda cls, aux, ch: cls(ch[0], ch[2], ch[1], *aux),
+            "order tree_flatten returned them",
+            id="children-swapped",
+        ),
+    ],
+)
+def test_train_state_mistakes_get_their_hint(flatten, unflatten, hint):
+    verdict = exercises.check_train_state(train_state(flatten, unflatten))
+    assert not verdict and hint in verdict.message
+
+
+def test_train_state_stub_is_not_yet():
+    def stub(self):
+        raise NotImplementedError
+
+    verdict = exercises.check_train_state(train_state(stub, lambda cls, aux, ch: stub(None)))
+    assert not verdict and "no answer yet" in verdict.message

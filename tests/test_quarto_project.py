@@ -1,11 +1,11 @@
-"""Static checks of the Quarto book (`jaxcourse.quarto_check`): the real project passes them all,
+"""Static checks of the Quarto book (`tools.quarto_check`): the real project passes them all,
 and each check catches its own deliberately broken fixture in `tests/fixtures/quarto/`."""
 
 from pathlib import Path
 
 import pytest
 
-from jaxcourse import quarto_check as qc
+from tools import quarto_check as qc
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "quarto"

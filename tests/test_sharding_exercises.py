@@ -214,3 +214,58 @@ def test_profiled_elbo_none_answer_is_not_yet(mesh):
     verdict = check_sharded_profiled_elbo(None, mesh)
     assert not verdict
     assert "no answer yet" in verdict.message
+
+
+# --- Answers that ignore the devices or the mesh, or return the wrong structure ------------
+
+
+def test_standardise_without_pmap_fails(devices):
+    """Standardising the stacked blocks as one array gives the numbers, but no pmap, no collective."""
+
+    def standardise(blocks):
+        rows = blocks.reshape(-1, blocks.shape[-1])
+        return ((blocks - rows.mean(axis=0)) / rows.std(axis=0)).reshape(blocks.shape)
+
+    verdict = check_global_standardise(standardise, len(devices))
+    assert not verdict and "not a pmap with collectives" in verdict.message
+
+
+def test_standardise_returning_the_statistics_too_fails(devices):
+    """(blocks, mean, std): one array of blocks was asked for."""
+
+    @partial(jax.pmap, axis_name="data", devices=devices)
+    def standardise(x_block):
+        mean = lax.pmean(jnp.mean(x_block, axis=0), "data")
+        std = jnp.sqrt(lax.pmean(jnp.mean(x_block**2, axis=0), "data") - mean**2)
+        return (x_block - mean) / std, mean, std
+
+    verdict = check_global_standardise(standardise, len(devices))
+    assert not verdict and "got a tuple of 3 items" in verdict.message
+
+
+def test_sharded_grad_ignoring_the_mesh_fails(mesh):
+    """Plain jax.grad on arrays split over an explicit mesh: JAX asks for an output sharding."""
+    verdict = check_sharded_grad(jax.jit(jax.grad(parallel.mse_loss)), mesh)
+    assert not verdict and "jax.shard_map" in verdict.message
+
+
+def test_profiled_elbo_ignoring_the_mesh_fails(mesh):
+    """pln.profiled_elbo on one device gives the value, but the exercise splits the samples."""
+    verdict = check_sharded_profiled_elbo(lambda data, variational, mesh: pln.profiled_elbo(data, variational), mesh)
+    assert not verdict and "ignores the mesh" in verdict.message
+
+
+def test_profiled_elbo_returning_an_array_of_block_values_fails(mesh):
+    """One ELBO per device (out_specs=P('data')) instead of the scalar total."""
+
+    def per_block(data, variational, mesh):
+        rows = NamedSharding(mesh, P("data"))
+
+        @partial(jax.shard_map, mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P("data"))
+        def on_each_device(data_block, variational_block):
+            return pln.profiled_elbo(data_block, variational_block)[None]
+
+        return on_each_device(jax.device_put(data, rows), jax.device_put(variational, rows))
+
+    verdict = check_sharded_profiled_elbo(per_block, mesh)
+    assert not verdict and "the ELBO, a scalar" in verdict.message

@@ -77,9 +77,11 @@ def test_mean_of_positives_reference_passes():
         (lambda x: x[x > 0].mean(), "jnp.where(x > 0, x, 0.0)"),
         (lambda x: jnp.mean(jnp.where(x > 0, x, 0.0)), "not by x.size"),
         (lambda x: jnp.sum(jnp.where(x >= 0, x, 0.0)) / jnp.sum(x >= 0), "zeros are not positive"),
-        (lambda x: jnp.where(x > 0, x, 0.0), "must be a scalar"),
+        (lambda x: jnp.where(x > 0, x, 0.0), "the mean, a scalar"),
+        (lambda x: (jnp.sum(jnp.where(x > 0, x, 0.0)), jnp.sum(x > 0)), "got a tuple of 2 items"),
+        (lambda x: jnp.max(jnp.where(x > 0, x, 0.0)), "wrong value"),
     ],
-    ids=["boolean-mask", "mean-over-all", "counts-zeros", "not-reduced"],
+    ids=["boolean-mask", "mean-over-all", "counts-zeros", "not-reduced", "sum-and-count-pair", "max-not-mean"],
 )
 def test_mean_of_positives_wrong_answers_fail(wrong, hint):
     verdict = check_mean_of_positives(wrong)
@@ -165,7 +167,7 @@ def test_polynomial_features_static_argnums_also_passes():
             jax.jit(lambda x, degree: jnp.stack([x**k for k in range(degree, -1, -1)], axis=1), static_argnames="degree"),
             "reverse order",
         ),
-        (jax.jit(lambda x, degree: jnp.stack([x**k for k in range(degree)], axis=1), static_argnames="degree"), "needs shape"),
+        (jax.jit(lambda x, degree: jnp.stack([x**k for k in range(degree)], axis=1), static_argnames="degree"), "one column per power"),
     ],
     ids=["not-static", "not-static-arange", "x-static", "not-jitted", "reversed", "missing-column"],
 )

@@ -60,6 +60,20 @@ def test_python_if_on_a_batched_value():
     assert type(info.value) is jax.errors.TracerBoolConversionError
 
 
+def _powers(x, degree):
+    return jnp.stack([x**k for k in range(degree)])
+
+
+def test_vmap_over_a_static_argument():
+    """Mapping a jitted function's static argument hands jit a batched tracer, which it cannot hash."""
+    powers_jit = jax.jit(_powers, static_argnames="degree")
+    with pytest.raises(ValueError, match="Non-hashable static arguments are not supported") as info:
+        jax.vmap(powers_jit)(jnp.arange(3.0), jnp.array([2, 3, 4]))
+    assert type(info.value) is ValueError
+    assert "BatchTracer" in str(info.value)
+    assert jax.vmap(powers_jit, in_axes=(0, None))(jnp.arange(3.0), 3).shape == (3, 3)
+
+
 def test_the_fixes_shown_in_the_chapter_run():
     """The rewrites the chapter gives for each trap run under vmap and give NumPy's answers."""
     max_length = 8

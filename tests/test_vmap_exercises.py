@@ -52,6 +52,22 @@ def test_predict_all_mapping_every_argument_fails_on_values():
     assert not verdict and "in_axes=(None, None, 0)" in verdict.message
 
 
+def test_predict_all_broadcasting_by_hand_fails():
+    """The right numbers without vmap: the exercise practises vmap, and the checker asks the program."""
+    verdict = check_predict_all(lambda weights, bias, xs: xs @ weights.T + bias)
+    assert not verdict and "no vmap batched them" in verdict.message
+
+
+def test_predict_all_returning_a_tuple_gets_a_structure_hint():
+    """A (weights, predictions) pair where one array was asked for: the hint says what was expected."""
+
+    def predict_all(weights, bias, xs):
+        return weights, jax.vmap(_affine, in_axes=(None, None, 0))(weights, bias, xs)
+
+    verdict = check_predict_all(predict_all)
+    assert not verdict and "should be one array of shape (4, 4)" in verdict.message and "tuple" in verdict.message
+
+
 def test_predict_all_transposed_result_gets_the_out_axes_hint():
     """Returning the batch on the last axis is caught, and the hint names out_axes."""
 
@@ -89,6 +105,30 @@ def test_positive_mean_dividing_by_the_length_fails():
     assert not verdict and "number of positive entries" in verdict.message
 
 
+def test_positive_mean_counting_zeros_fails():
+    """x >= 0 counts the zeros as positive entries; the hint says zeros are not positive."""
+
+    def positive_mean(x):
+        count = (x >= 0).sum()
+        return jnp.where(x >= 0, x, 0.0).sum() / jnp.maximum(count, 1)
+
+    verdict = check_positive_mean(positive_mean)
+    assert not verdict and "zeros are not positive" in verdict.message
+
+
+def test_positive_mean_python_if_gets_the_traced_value_hint():
+    """A Python `if` on the count works eagerly but not under vmap or jit; the hint says why."""
+
+    def positive_mean(x):
+        count = (x > 0).sum()
+        if count == 0:
+            return 0.0
+        return jnp.where(x > 0, x, 0.0).sum() / count
+
+    verdict = check_positive_mean(positive_mean)
+    assert not verdict and "traced value" in verdict.message
+
+
 def test_positive_mean_nan_for_an_empty_row_fails():
     """Dividing by a zero count gives NaN for a row without positive entries."""
     verdict = check_positive_mean(lambda x: jnp.where(x > 0, x, 0.0).sum() / (x > 0).sum())
@@ -114,7 +154,19 @@ def test_pairwise_reference_passes():
 def test_pairwise_single_vmap_fails():
     """A single vmap zips xs with ys, and fails for n != m; the checker reports it, never raises."""
     verdict = check_pairwise_sq_dists(lambda xs, ys: jax.vmap(_sq_dist)(xs, ys))
-    assert not verdict and "inconsistent sizes" in verdict.message
+    assert not verdict and "nest two vmaps" in verdict.message
+
+
+def test_pairwise_broadcasting_by_hand_fails():
+    """Correct numbers from hand broadcasting: the exercise asks for two nested vmaps."""
+    verdict = check_pairwise_sq_dists(lambda xs, ys: ((xs[:, None, :] - ys[None, :, :]) ** 2).sum(-1))
+    assert not verdict and "not two nested vmaps" in verdict.message
+
+
+def test_pairwise_one_vmap_and_broadcasting_fails():
+    """One vmap over xs with hand broadcasting inside is still not the nested vmaps asked for."""
+    verdict = check_pairwise_sq_dists(lambda xs, ys: jax.vmap(lambda x: ((x - ys) ** 2).sum(-1))(xs))
+    assert not verdict and "not two nested vmaps" in verdict.message
 
 
 def test_pairwise_transposed_gets_the_order_hint():
@@ -185,3 +237,49 @@ def test_python_min_on_a_tracer_gets_a_hint():
 
     verdict = check_clipped_mean_grad(clipped_mean_grad)
     assert not verdict and "jnp.minimum" in verdict.message
+
+
+def test_clipping_each_coordinate_fails():
+    """jnp.clip on the coordinates is not clipping the norm; the hint names the L2 norm."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        return jnp.clip(_per_example(w, xs, ys), -max_norm, max_norm).mean(axis=0)
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "clipped each coordinate" in verdict.message
+
+
+def test_rescaling_every_gradient_fails():
+    """Scaling every gradient to norm max_norm (no min with 1) also changes the small ones."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        grads = _per_example(w, xs, ys)
+        norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
+        return jnp.mean(grads * max_norm / jnp.maximum(norms, 1e-12), axis=0)
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "rescaled every gradient" in verdict.message
+
+
+def test_normalising_a_zero_gradient_gives_a_nan_hint():
+    """g / norm(g) * min(norm, max_norm) is NaN for the example whose gradient is exactly zero."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        grads = _per_example(w, xs, ys)
+        norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
+        return jnp.mean(grads / norms * jnp.minimum(norms, max_norm), axis=0)
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "gradient is exactly zero" in verdict.message
+
+
+def test_hand_derived_gradient_fails():
+    """(exp(x.w) - y) x by hand gives the right numbers, but the exercise asks for vmap of grad."""
+
+    def clipped_mean_grad(w, xs, ys, max_norm):
+        grads = (jnp.exp(xs @ w) - ys)[:, None] * xs
+        norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
+        return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
+
+    verdict = check_clipped_mean_grad(clipped_mean_grad)
+    assert not verdict and "no vmap computed the per-example gradients" in verdict.message

@@ -274,8 +274,8 @@ def test_publish_checks_then_renders_then_deploys_to_pages():
     order = [
         index(build, runs(r"^bash scripts/setup\.sh")),
         index(build, lambda step: uses(step, "quarto-dev/quarto-actions/setup")),
-        index(build, runs(r"^python -m jaxcourse\.notebooks --check$")),
-        index(build, runs(r"^python -m jaxcourse\.quarto_check$")),
+        index(build, runs(r"^python -m tools\.notebooks --check$")),
+        index(build, runs(r"^python -m tools\.quarto_check$")),
         index(build, runs(r"^quarto render$")),
         index(build, lambda step: uses(step, "actions/upload-pages-artifact")),
     ]

@@ -2,17 +2,21 @@
 
 Subpackages and modules, one idea each:
     pln        the Poisson-lognormal case study (data, model maths, fitting levels)
-    bench      honest timings, the environment they ran in, and the PLN benchmark
-               (python -m jaxcourse.bench pln ...)
+    timing     honest timings of JAX code (`time_call`); environment: where they ran
+    bench      the PLN benchmark (python -m jaxcourse.bench pln ...); re-exports timing
     optim      Rprop exactly as torch runs it, Newton-Rprop and Newton momentum, as optax transforms
     checks     exercise verdicts; `exercises` holds each chapter's checkers
     display    show package source in a chapter
     plotting   figures shared by chapters
+    diagrams   pictures of the ideas (jit pipeline, vmap axes, flatten, sharding) drawn from
+               real JAX objects
+    debugging  parity checks against float64 and tracebacks without JAX's frames
     config     problem sizes chosen by device
-    parallel   the data-parallel training example of the sharding chapter
+    parallel   the data-parallel training example of the sharding chapter, the mesh axis name
     tracecount count how often a function is traced
-    quarto_check  static checks of the Quarto project (Quarto itself is not needed)
-    notebooks  generate notebooks from the chapters
+
+Build tooling (notebook generation, static checks of the Quarto book) is not part of this
+package: it lives in `tools/` at the repository root, so learners never install it.
 """
 
 __version__ = "0.1.0"

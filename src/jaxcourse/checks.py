@@ -114,35 +114,124 @@ def require_callable(answer, what: str = "your function") -> None:
     require(callable(answer), f"{what} should be a function (a callable), got a {type(answer).__name__}.")
 
 
-def call_answer(answer, *args, what: str = "your function"):
+def describe(value) -> str:
+    """A short learner-facing description of a value's structure: 'a tuple of 2 items',
+    'None', 'an array of shape (3, 4)', 'a str'."""
+    import numpy as np
+
+    if value is None:
+        return "None (is a `return` missing?)"
+    if isinstance(value, (tuple, list, dict)):
+        return f"a {type(value).__name__} of {len(value)} items"
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"an array of shape {tuple(value.shape)}"
+    if isinstance(value, (bool, int, float, complex, np.number)):
+        return f"a {type(value).__name__} (a scalar)"
+    return f"a {type(value).__name__}"
+
+
+def require_array(value, shape: tuple, what: str = "your function's result", expected: str = ""):
+    """The structural check that comes first: fails with a hint unless `value` is ONE numeric
+    array (or number) of `shape`; returns it as a NumPy array. `expected` says in words what was
+    asked for (e.g. "one smoothed value per input")."""
+    import numpy as np
+
+    wanted = f"one array of shape {tuple(shape)}" + (f" ({expected})" if expected else "")
+    require(
+        not isinstance(value, (tuple, list, dict)) and value is not None,
+        f"{what} should be {wanted}, got {describe(value)}.",
+    )
+    try:
+        array = np.asarray(value)
+    except Exception:  # a value NumPy cannot read: say what it was
+        array = np.asarray(None)
+    require(
+        array.dtype.kind in "biufc",
+        f"{what} should be {wanted}, got {describe(value)}, which is not numeric.",
+    )
+    require(array.shape == tuple(shape), f"{what} should be {wanted}, got {describe(array)}.")
+    return array
+
+
+def require_accepts(answer, *args, what: str = "your function") -> None:
+    """Fails with a hint unless `answer` is callable and its signature accepts `args`
+    (checked without calling it; a signature Python cannot read is not checked)."""
+    import inspect
+
+    require_callable(answer, what)
+    try:
+        signature = inspect.signature(answer)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*args)
+    except TypeError as error:
+        raise CheckFailed(
+            f"{what} cannot be called with {len(args)} argument(s) ({error}): check its parameters "
+            "against the exercise's stub."
+        ) from None
+
+
+def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
     """Calls the learner's `answer(*args)` and returns its result.
 
     Checkers call learner code only through this, so that a failure in it is told apart from a
-    bug in the checker: a value that is not callable fails with a hint; a Python `if` on a
-    traced value (`TracerBoolConversionError`, `ConcretizationTypeError`, ...) fails with a hint
-    saying so; `NotImplementedError` (a stub) and `CheckFailed` pass through; any other exception
-    becomes `AnswerRaised`, reported as 'your code raised ...'.
+    bug in the checker: a value that is not callable fails with a hint; an error matching one
+    of `hints`, each `(exception class, message fragment or "", hint)` (first match wins), fails
+    with that hint; a Python `if` on a traced value (`TracerBoolConversionError`,
+    `ConcretizationTypeError`, ...) fails with a hint saying so; a call with the wrong number of
+    arguments fails with a hint; `NotImplementedError` (a stub) and `CheckFailed` pass through;
+    any other exception becomes `AnswerRaised`, reported as 'your code raised ...'.
     """
     import jax
 
-    require_callable(answer, what)
+    require_accepts(answer, *args, what=what)
     try:
         return answer(*args)
     except (CheckFailed, AnswerRaised, NotImplementedError):
         raise
-    except jax.errors.ConcretizationTypeError as error:  # TracerBoolConversionError is a subclass
-        raise CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__)) from error
-    except (jax.errors.TracerIntegerConversionError, jax.errors.TracerArrayConversionError) as error:
-        raise CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__)) from error
-    except TypeError as error:
-        if error.__traceback__.tb_next is None:  # raised by the call itself: a wrong signature
-            raise CheckFailed(
-                f"{what} cannot be called with {len(args)} argument(s) ({error}): check its parameters "
-                "against the exercise's stub."
-            ) from error
-        raise AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}") from error
     except Exception as error:
-        raise AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}") from error
+        for error_class, fragment, hint in hints:
+            if isinstance(error, error_class) and fragment in str(error):
+                raise CheckFailed(f"{hint} (JAX raised {type(error).__name__}.)") from error
+        raise _learner_failure(error, what, len(args)) from error
+
+
+def call_eager_and_jitted(answer, *args, what: str = "your function", hints: tuple = ()) -> tuple:
+    """Calls the learner's `answer(*args)` eagerly and under `jax.jit` (every argument traced),
+    both through `call_answer`; returns the pair (eager result, jitted result)."""
+    import jax
+
+    require_callable(answer, what)
+    eager = call_answer(answer, *args, what=what, hints=hints)
+    jitted = call_answer(jax.jit(answer), *args, what=f"{what} under jax.jit", hints=hints)
+    return eager, jitted
+
+
+def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
+    """The `CheckFailed` hint for an exception from the learner's code where its cause is known
+    (a traced value in Python control flow, a result that is no array, a wrong signature), and
+    `AnswerRaised` otherwise."""
+    import jax
+
+    traced = (
+        jax.errors.ConcretizationTypeError,  # TracerBoolConversionError is a subclass
+        jax.errors.TracerIntegerConversionError,
+        jax.errors.TracerArrayConversionError,
+    )
+    if isinstance(error, traced):
+        return CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__))
+    if isinstance(error, TypeError) and "not a valid JAX type" in str(error):  # from jit or vmap
+        return CheckFailed(
+            f"{what} returned a value JAX cannot hold as an array ({str(error)[:200]}): return "
+            "jnp arrays (or numbers), as the exercise asks."
+        )
+    if isinstance(error, TypeError) and error.__traceback__.tb_next is None:  # the call itself failed
+        return CheckFailed(
+            f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
+            "against the exercise's stub."
+        )
+    return AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}")
 
 
 def require(condition: bool, hint: str) -> None:

@@ -6,17 +6,57 @@
 * `newton_momentum`: per-entry Newton steps with heavy-ball momentum and a restart.
 
 The two Newton variants take the per-entry curvature as the extra argument `curvature=`.
+Each optimizer made here can say how it was made: `describe(optimizer)`.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+import inspect
+import weakref
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 
 from .reductions import total
+
+
+_SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""update function -> the call that made its optimizer; weak, so forgotten with the optimizer."""
+
+
+def described(factory: Callable[..., optax.GradientTransformation]) -> Callable[..., optax.GradientTransformation]:
+    """Makes `factory` remember the call that built each optimizer, for `describe`.
+
+    The optimizer itself is unchanged (an optax NamedTuple of two functions): the call is kept
+    apart, keyed by its `update` function.
+    """
+    signature = inspect.signature(factory)
+
+    @functools.wraps(factory)
+    def build(*args, **kwargs):
+        optimizer = factory(*args, **kwargs)
+        call = signature.bind(*args, **kwargs)
+        call.apply_defaults()
+        settings = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
+        _SETTINGS[optimizer.update] = f"optim.{factory.__name__}({settings})"
+        return optimizer
+
+    return build
+
+
+def describe(optimizer: optax.GradientTransformation) -> str:
+    """The call that built `optimizer`, every setting included, e.g.
+    `optim.rprop(learning_rate=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50.0))`.
+
+    Optimizers not made by this module are described by their type only.
+    """
+    update = getattr(optimizer, "update", None)
+    if update is None or not callable(update):
+        raise TypeError(f"describe expects an optax transformation, got {type(optimizer).__name__}.")
+    return _SETTINGS.get(update, f"{type(optimizer).__name__}(settings not recorded)")
 
 
 def _check_etas(etas: tuple[float, float]) -> None:
@@ -69,6 +109,7 @@ class RpropState(NamedTuple):
     prev_signs: optax.Params
 
 
+@described
 def scale_by_rprop(
     learning_rate: float = 0.01,
     *,
@@ -125,6 +166,7 @@ def scale_by_rprop(
     return optax.GradientTransformation(init_fn, update_fn)
 
 
+@described
 def rprop(
     learning_rate: float = 0.01,
     *,
@@ -161,6 +203,7 @@ class NewtonRpropState(NamedTuple):
     prev_signs: optax.Params
 
 
+@described
 def newton_rprop(
     *,
     etas: tuple[float, float] = (0.7, 1.2),
@@ -206,6 +249,7 @@ class NewtonMomentumState(NamedTuple):
     velocity: optax.Params
 
 
+@described
 def newton_momentum(
     learning_rate: float = 1.0, *, momentum: float = 0.9, restart: bool = True
 ) -> optax.GradientTransformationExtraArgs:

@@ -6,7 +6,7 @@ import contextlib
 import io
 import warnings
 
-from .bench import environment_line
+from .environment import environment_line
 
 
 class Banner(str):

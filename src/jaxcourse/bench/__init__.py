@@ -1,17 +1,39 @@
-"""The benchmark harness: honest timings of JAX code, the environment they ran in, and the PLN benchmark."""
+"""The benchmark harness: honest timings of JAX code, the environment they ran in, and the PLN benchmark.
 
-from ._environment import environment as environment
-from ._environment import environment_line as environment_line
-from ._timing import Timing as Timing
-from ._timing import time_call as time_call
-from ._timing import timings_table as timings_table
-from ._pln import MONITOR_EVERY as MONITOR_EVERY
-from ._pln import first_time_at_least as first_time_at_least
-from ._pln import float64_profiled_elbo as float64_profiled_elbo
-from ._pln import load_size as load_size
-from ._pln import measure_floor as measure_floor
-from ._pln import plot_elbo_vs_time as plot_elbo_vs_time
-from ._pln import run_pln_benchmark as run_pln_benchmark
-from ._pln import runs_table as runs_table
-from ._pln import summary_line as summary_line
-from ._pln import summary_markdown as summary_markdown
+Re-exports `jaxcourse.timing` (time_call) and `jaxcourse.environment` (device and versions),
+which every chapter uses, and holds the PLN benchmark split by concern: `_sizes` (data),
+`_methods` (the registry `METHODS`), `_floor`, `_run` (one method), `_metrics` (P1-P3, as
+numbers), `_report` (line, CSV, table, plot, paragraph) and `_benchmark` (`run_pln_benchmark`,
+which ties them together).
+"""
+
+from ..environment import environment as environment
+from ..environment import environment_line as environment_line
+from ..environment import versions as versions
+from ..timing import Timing as Timing
+from ..timing import time_call as time_call
+from ..timing import timings_table as timings_table
+from ._sizes import SIZES as SIZES
+from ._sizes import best_known_elbo as best_known_elbo
+from ._sizes import load_size as load_size
+from ._methods import METHODS as METHODS
+from ._methods import Method as Method
+from ._methods import method_names as method_names
+from ._methods import select_methods as select_methods
+from ._floor import combine_floors as combine_floors
+from ._floor import floor_work as floor_work
+from ._floor import measure_floor as measure_floor
+from ._run import MethodRun as MethodRun
+from ._run import float64_profiled_elbo as float64_profiled_elbo
+from ._run import run_method as run_method
+from ._metrics import Metrics as Metrics
+from ._metrics import compute_metrics as compute_metrics
+from ._metrics import first_time_at_least as first_time_at_least
+from ._metrics import with_time_to_target as with_time_to_target
+from ._report import GOALS as GOALS
+from ._report import plot_elbo_vs_time as plot_elbo_vs_time
+from ._report import runs_table as runs_table
+from ._report import summary_line as summary_line
+from ._report import summary_markdown as summary_markdown
+from ._report import write_csv as write_csv
+from ._benchmark import run_pln_benchmark as run_pln_benchmark

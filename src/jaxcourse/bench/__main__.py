@@ -18,7 +18,7 @@ def _pln(args) -> int:
         import jax
 
         jax.config.update("jax_num_cpu_devices", args.devices)
-    from ._pln import run_pln_benchmark, runs_table, summary_line, write_csv
+    from . import run_pln_benchmark, runs_table, summary_line, write_csv
 
     start = time.perf_counter()
 
@@ -55,7 +55,7 @@ def _pln(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ._pln import SIZES, default_methods
+    from . import SIZES, method_names
 
     parser = argparse.ArgumentParser(prog="python -m jaxcourse.bench", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     pln.add_argument("--repeat", type=int, default=1, help="timed fits per method after a warm-up")
     pln.add_argument("--n-iter", type=int, default=600, help="iteration budget of levels 0-6 (pyPLNmodels runs its default 400)")
     pln.add_argument("--out", help="JSON file to write (a .csv of the curves goes next to it)")
-    pln.add_argument("--methods", help="comma-separated subset of: " + ", ".join(default_methods()))
+    pln.add_argument("--methods", help="comma-separated subset of: " + ", ".join(method_names()))
     pln.add_argument(
         "--blas-threads", type=int, default=1, help="most threads for BLAS/LAPACK (default 1; 0 leaves them as they are)"
     )

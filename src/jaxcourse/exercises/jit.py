@@ -5,19 +5,15 @@ from __future__ import annotations
 import itertools
 import numbers
 import time
+from functools import partial
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, exercise_checker, require
+from ..checks import CheckFailed, call_answer, close, exercise_checker, require, require_array, require_callable
 from ..tracecount import count_compilations
-
-
-def _close(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
-    actual = np.asarray(actual)
-    return actual.shape == np.shape(expected) and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -31,38 +27,48 @@ def _apply_boundary_reference(u: np.ndarray, left: float, right: float) -> np.nd
     return u
 
 
-@exercise_checker("Exercise 1 (in-place updates with .at[])")
-def check_apply_boundary(apply_boundary: Callable) -> None:
-    """Checks `apply_boundary(u, left, right)` under jit against the NumPy version."""
-    require(callable(apply_boundary), "pass the function itself: check_apply_boundary(apply_boundary).")
-    jitted = jax.jit(apply_boundary)
+_IMMUTABLE_HINTS = (
+    (
+        TypeError,
+        "immutable",
+        "JAX arrays are immutable: replace `u[i] = v` by `u = u.at[i].set(v)` and "
+        "`u[a:b] *= c` by `u = u.at[a:b].multiply(c)`",
+    ),
+)
+
+
+def _apply_boundary_cases() -> list[tuple[np.ndarray, float, float]]:
     rng = np.random.default_rng(0)
-    cases = [
+    return [
         (np.arange(1.0, 7.0, dtype=np.float32), -1.0, 2.0),
         (rng.normal(size=9).astype(np.float32), 0.5, 0.25),
         (rng.normal(size=3).astype(np.float32), 3.0, -3.0),
+        (np.zeros(4, np.float32), 0.0, 0.0),  # zeros: nothing changes
+        (np.array([5.0, 7.0], np.float32), 1.0, 1.0),  # no interior; equal ends
     ]
-    for u, left, right in cases:
-        try:
-            actual = jitted(jnp.asarray(u), left, right)
-        except TypeError as error:
-            if "immutable" in str(error):
-                raise CheckFailed(
-                    "JAX arrays are immutable: replace `u[i] = v` by `u = u.at[i].set(v)` and "
-                    "`u[a:b] *= c` by `u = u.at[a:b].multiply(c)`."
-                ) from None
-            raise
-        require(actual is not None, "apply_boundary must return the new array (.at[] returns a copy; it does not modify u).")
+
+
+@exercise_checker("Exercise 1 (in-place updates with .at[])")
+def check_apply_boundary(apply_boundary: Callable) -> None:
+    """Checks `apply_boundary(u, left, right)`, eagerly and under jit, against the NumPy version."""
+    require_callable(apply_boundary, "apply_boundary")
+    for u, left, right in _apply_boundary_cases():
         expected = _apply_boundary_reference(u, left, right)
-        require(np.shape(actual) == u.shape, f"the result should have shape {u.shape}, got {np.shape(actual)}.")
-        actual = np.asarray(actual)
-        require(
-            _close(actual[[0, -1]], expected[[0, -1]]),
-            f"the end values should be left={left} and right={right}, got {actual[0]:.3f} and {actual[-1]:.3f}.",
-        )
-        if not _close(actual[1:-1], expected[1:-1]):
+        for how, fn in (("", apply_boundary), (" under jax.jit", jax.jit(apply_boundary))):
+            actual = call_answer(fn, jnp.asarray(u), left, right, what=f"apply_boundary{how}", hints=_IMMUTABLE_HINTS)
             require(
-                not _close(actual[1:-1], u[1:-1]),
+                actual is not None,
+                "apply_boundary must return the new array (.at[] returns a copy; it does not modify u).",
+            )
+            actual = require_array(actual, u.shape, what=f"apply_boundary{how}", expected="the updated copy of u")
+            require(
+                close(actual[[0, -1]], expected[[0, -1]]),
+                f"the end values should be left={left} and right={right}, got {actual[0]:.3f} and {actual[-1]:.3f}.",
+            )
+            if close(actual[1:-1], expected[1:-1]):
+                continue
+            require(
+                not close(actual[1:-1], u[1:-1]),
                 "the interior u[1:-1] is unchanged: it should be halved, with u = u.at[1:-1].multiply(0.5). "
                 "Remember that .at[] returns a new array, which you must keep.",
             )
@@ -111,19 +117,34 @@ class _SimulatedJit:
         return _PendingResult(ready_at)
 
 
+def _seconds(value, what: str) -> float:
+    """The learner's timing as a float number of seconds; anything else fails with a hint."""
+    require(
+        isinstance(value, numbers.Real) and not isinstance(value, bool),
+        f"{what} should be the time as a float number of seconds, got {type(value).__name__}.",
+    )
+    return float(value)
+
+
+def _unit_hint(seconds: float, run_s: float) -> str | None:
+    """A hint when `seconds` is a plausible timing of `run_s` seconds in another unit."""
+    for unit, factor in (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9)):
+        if 0.9 * run_s * factor <= seconds <= 1.7 * run_s * factor:
+            return (f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s} s. "
+                    f"Return seconds, as time.perf_counter() differences are (do not multiply by {factor:g}).")
+    return None
+
+
 @exercise_checker("Exercise 2 (a timing that blocks)")
 def check_time_blocked(time_blocked: Callable) -> None:
     """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result."""
-    require(callable(time_blocked), "pass the function itself: check_time_blocked(time_blocked).")
+    require_callable(time_blocked, "time_blocked")
     compile_s, run_s = 0.25, 0.1
     simulated = _SimulatedJit(compile_s, run_s)
-    seconds = time_blocked(simulated, np.zeros(3))
-    require(
-        isinstance(seconds, numbers.Real) and not isinstance(seconds, bool),
-        f"return the time as a float number of seconds, got {type(seconds).__name__}.",
-    )
-    seconds = float(seconds)
+    seconds = _seconds(call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked")
     require(simulated.calls >= 2, "call fn once before starting the clock (a warm-up), then time a second call.")
+    unit_hint = _unit_hint(seconds, run_s)
+    require(unit_hint is None, unit_hint or "")
     require(
         seconds >= 0.9 * run_s,
         f"your timing ({seconds * 1e3:.1f} ms) stopped before the result was ready: the checker's function "
@@ -140,7 +161,7 @@ def check_time_blocked(time_blocked: Callable) -> None:
         f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when the "
         "clock started: block on the warm-up's result too.",
     )
-    real = time_blocked(jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)))
+    real = call_answer(time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked")
     require(
         isinstance(real, numbers.Real) and 0 < float(real) < 10,
         f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
@@ -157,26 +178,33 @@ def _soft_threshold_reference(x: np.ndarray, threshold: float) -> np.ndarray:
 _fresh_sizes = itertools.count(1009)
 
 
+def _stack(result, n_thresholds: int):
+    """The results for each threshold as one array: a list or tuple of arrays is stacked."""
+    if isinstance(result, (list, tuple)) and len(result) == n_thresholds:
+        if all(hasattr(item, "shape") and hasattr(item, "dtype") for item in result):
+            shapes = {tuple(item.shape) for item in result}
+            return jnp.stack(result) if len(shapes) == 1 else result
+    return result
+
+
 @exercise_checker("Exercise 3 (stop recompiling)")
 def check_shrink_path(shrink_path: Callable) -> None:
     """Checks `shrink_path(x, thresholds)`: correct values, and no compilation for new thresholds."""
-    require(callable(shrink_path), "pass the function itself: check_shrink_path(shrink_path).")
+    require_callable(shrink_path, "shrink_path")
     # A size used by no earlier check, so that compilations on the first call are really counted.
     size = next(_fresh_sizes)
     x = np.random.default_rng(size).normal(size=size).astype(np.float32)
     with count_compilations() as first:
-        result = shrink_path(jnp.asarray(x), [0.1, 0.5, 1.0])
+        result = call_answer(shrink_path, jnp.asarray(x), [0.1, 0.5, 1.0], what="shrink_path")
     for thresholds in ([0.1, 0.5, 1.0], [0.2, 0.7, 1.5]):
         with count_compilations() as again:
-            result = shrink_path(jnp.asarray(x), thresholds)
-        require(result is not None, "shrink_path must return the results (a list or a stacked array).")
-        stacked = np.stack([np.asarray(r) for r in result])
+            result = call_answer(shrink_path, jnp.asarray(x), thresholds, what="shrink_path")
         expected = np.stack([_soft_threshold_reference(x, t) for t in thresholds])
-        require(
-            stacked.shape == expected.shape,
-            f"expected one array of shape {x.shape} per threshold (shape {expected.shape} stacked), got {stacked.shape}.",
+        stacked = require_array(
+            _stack(result, len(thresholds)), expected.shape, what="shrink_path",
+            expected=f"one array of shape {x.shape} per threshold, in a list or stacked",
         )
-        require(_close(stacked, expected), f"wrong values for thresholds {thresholds}.")
+        require(close(stacked, expected, rtol=1e-5, atol=1e-6), f"wrong values for thresholds {thresholds}.")
     require(
         again.compiles == 0,
         f"called again with 3 new thresholds, your function compiled {again.compiles} new programs. A "
@@ -196,7 +224,7 @@ def check_shrink_path(shrink_path: Callable) -> None:
 @exercise_checker("Exercise 4 (compile ahead of time, and time it)")
 def check_compile_for(compile_for: Callable) -> None:
     """Checks `compile_for(fn, shape, dtype)` -> (compiled executable, seconds to get it)."""
-    require(callable(compile_for), "pass the function itself: check_compile_for(compile_for).")
+    require_callable(compile_for, "compile_for")
     trace_delay_s = 0.1
     traces, trace_started = [], []
 
@@ -206,7 +234,7 @@ def check_compile_for(compile_for: Callable) -> None:
         time.sleep(trace_delay_s)  # runs while tracing only, so it adds to the lowering time
         return jnp.cumsum(jnp.cos(x) * 2.0, axis=-1)
 
-    answer = compile_for(fn, (3, 5), jnp.float32)
+    answer = call_answer(compile_for, fn, (3, 5), jnp.float32, what="compile_for")
     returned_at = time.perf_counter()
     require(
         isinstance(answer, tuple) and len(answer) == 2,
@@ -238,7 +266,8 @@ def check_compile_for(compile_for: Callable) -> None:
     require(float(seconds) < 60, f"{float(seconds):.1f} s is not a plausible compile time; time in seconds.")
     x = np.random.default_rng(4).normal(size=(3, 5)).astype(np.float32)
     expected = np.cumsum(np.cos(x) * 2.0, axis=-1)
-    require(_close(compiled(jnp.asarray(x)), expected, rtol=1e-5, atol=1e-5), "the compiled function gives wrong values.")
+    values = call_answer(compiled, jnp.asarray(x), what="the compiled function")
+    require(close(values, expected, rtol=1e-5, atol=1e-5), "the compiled function gives wrong values.")
 
 
 # Exercise 5 ------------------------------------------------------------------------------------
@@ -276,7 +305,7 @@ def _as_bool(answer, case: str) -> bool:
 @exercise_checker("Exercise 5 (check jit against float64)")
 def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
     """Checks `agrees_with_float64(fn, x, rtol)`: jit(fn)(x) within rtol * |float64 value| of it."""
-    require(callable(agrees_with_float64), "pass the function itself: check_agrees_with_float64(agrees_with_float64).")
+    require_callable(agrees_with_float64, "agrees_with_float64")
     from ..jit_parity import float64_sum, is_close, log_reduction, sample
 
     spread = jnp.asarray(sample((1_000,), seed=5))
@@ -287,7 +316,8 @@ def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
     exp_expected = is_close(float(jax.jit(_exp_minus_one_sum)(tiny)), 1_000 * np.expm1(1e-8))
 
     def ask(case: str, fn, x, **rtol) -> bool:
-        return _as_bool(agrees_with_float64(fn, x, **rtol), case)
+        answer = call_answer(partial(agrees_with_float64, **rtol), fn, x, what="agrees_with_float64")
+        return _as_bool(answer, case)
 
     right = ask("a function jit computes correctly", log_reduction, spread)
     wrong = ask("a function jit gets 0.1 % wrong", _wrong_under_jit(1e-3 * spread_sum), spread)

@@ -6,17 +6,23 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import exercise_checker, require
+from ..checks import call_answer, close, exercise_checker, require
+from ._jaxpr import primitive_names
 
 
 @exercise_checker("time to reach a target ELBO")
 def check_time_to_target(time_to_target):
     """`time_to_target(elbo, times, target)`: the first time the trace reaches `target`, or None."""
+    require(callable(time_to_target), "pass the function itself: check_time_to_target(time_to_target).")
     elbo = np.array([-9.0, -5.0, -6.0, -2.0, -1.0, -3.0])
     times = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
     cases = [(-5.5, 1.0), (-5.0, 1.0), (-2.5, 2.0), (-1.0, 2.5), (-9.5, 0.5)]
     for target, expected in cases:
-        got = time_to_target(elbo, times, target)
+        got = call_answer(time_to_target, elbo, times, target, what="time_to_target")
+        require(
+            got is None or (not isinstance(got, (tuple, list, dict, str)) and np.ndim(got) == 0),
+            f"return one time (a number) or None; got {type(got).__name__}.",
+        )
         require(got is not None, f"for target {target} you returned None, but the trace reaches it.")
         require(
             not (isinstance(got, (int, np.integer)) and float(got) != expected),
@@ -29,80 +35,155 @@ def check_time_to_target(time_to_target):
             f"target), got {got}. The trace is not monotone: do not use its last crossing.",
         )
     require(
-        time_to_target(elbo, times, 0.0) is None,
+        call_answer(time_to_target, elbo, times, 0.0, what="time_to_target") is None,
         "a target the trace never reaches must give None, not a time.",
     )
 
 
-def _small_problem():
+def _small_problem(seed: int = 3, n: int = 25, p: int = 4, n_covariates: int = 2):
     from ..pln import Variational, init_variational, simulate
 
-    data = simulate(25, 4, key=jax.random.key(3), n_covariates=2).data
+    data = simulate(n, p, key=jax.random.key(seed), n_covariates=n_covariates).data
     start = init_variational(data)
     wobble = 0.2 * jnp.cos(jnp.arange(start.latent_mean.size, dtype=jnp.float32)).reshape(start.latent_mean.shape)
     return data, Variational(start.latent_mean + wobble, start.latent_sqrt_var + 0.5 * wobble**2)
 
 
+def _gradient_parts(data, variational) -> dict:
+    """The pieces of dJ/dM, from which the checker builds the typical wrong answers."""
+    from ..pln import closed_form_params
+
+    params = closed_form_params(data, variational)
+    latent_mean, sqrt_var = variational
+    rate = jnp.exp(data.offsets + latent_mean + 0.5 * sqrt_var**2)
+    residuals = latent_mean - data.covariates @ params.coef
+    precision = jnp.linalg.inv(params.covariance)
+    return {
+        "poisson": data.counts - rate,
+        "prior": residuals @ precision,
+        "sigma_prior": residuals @ params.covariance,
+        "rate_without_variance": data.counts - jnp.exp(data.offsets + latent_mean),
+    }
+
+
+def _require_hand_gradient(got, data, variational, how: str) -> None:
+    from ..pln import profiled_elbo
+
+    expected = jax.jit(jax.grad(profiled_elbo, argnums=1))(data, variational).latent_mean
+    require(
+        np.shape(got) == expected.shape and not isinstance(got, (tuple, list)),
+        f"return one (n, p) array like M, shape {expected.shape}; got {type(got).__name__} of shape {np.shape(got)}.",
+    )
+    scale = float(jnp.max(jnp.abs(expected)))
+    tolerance = dict(rtol=1e-3, atol=1e-3 * scale)
+    if close(got, expected, **tolerance):
+        return
+    parts = _gradient_parts(data, variational)
+    require(not close(got, parts["poisson"], **tolerance),
+            f"({how}) you have the Poisson part Y - A; the Gaussian prior adds -(M - XB) Omega.")
+    require(not close(got, parts["poisson"] + parts["prior"], **tolerance),
+            f"({how}) the prior term has the wrong sign: the gradient is Y - A MINUS (M - XB) Omega; "
+            "the prior pulls M back towards XB.")
+    require(not close(got, parts["poisson"] - parts["sigma_prior"], **tolerance),
+            f"({how}) you multiplied the residuals by Sigma; the gradient needs its inverse Omega.")
+    require(not close(got, parts["rate_without_variance"] - parts["prior"], **tolerance),
+            f"({how}) the rate is missing the variance term: A = exp(O + M + S^2 / 2).")
+    require(False, f"({how}) your gradient differs from jax.grad(profiled_elbo). Check A = exp(O + M + S^2/2) "
+            "and the closed-form B and Sigma at the point you are given.")
+
+
 @exercise_checker("the analytic gradient in M")
 def check_latent_mean_gradient(latent_mean_gradient):
-    """`latent_mean_gradient(data, variational)` must equal dJ/dM of the profiled ELBO."""
-    from ..pln import closed_form_params, profiled_elbo
+    """`latent_mean_gradient(data, variational)` must equal dJ/dM of the profiled ELBO on two
+    problems, eagerly and under jit, computed from the formula, not by autodiff."""
+    require(callable(latent_mean_gradient), "pass the function itself.")
+    for data, variational in (_small_problem(), _small_problem(seed=8, n=40, p=6, n_covariates=3)):
+        got = call_answer(latent_mean_gradient, data, variational, what="latent_mean_gradient")
+        _require_hand_gradient(got, data, variational, "eagerly")
+        jitted = call_answer(jax.jit(latent_mean_gradient), data, variational, what="latent_mean_gradient under jax.jit")
+        _require_hand_gradient(jitted, data, variational, "under jit")
+    names = primitive_names(call_answer(jax.make_jaxpr(latent_mean_gradient), *_small_problem(), what="latent_mean_gradient"))
+    require(
+        "add_any" not in names,
+        "the numbers are right, but your program differentiates (its jaxpr adds up cotangents with "
+        "add_any, which only autodiff writes): the exercise asks for the formula "
+        "Y - A - (M - XB) Omega, written by hand, which costs one pass and no backward pass.",
+    )
+    require(
+        "lgamma" not in names,
+        "the numbers are right, but your program evaluates log(Y!), a piece of the ELBO itself: the "
+        "hand-derived gradient never needs the ELBO's value. Write Y - A - (M - XB) Omega.",
+    )
 
-    data, variational = _small_problem()
-    got = jnp.asarray(latent_mean_gradient(data, variational))
-    expected = jax.jit(jax.grad(profiled_elbo, argnums=1))(data, variational).latent_mean
-    require(got.shape == expected.shape, f"return an (n, p) array like M; got shape {got.shape}.")
-    scale = float(jnp.max(jnp.abs(expected)))
-    if float(jnp.max(jnp.abs(got - expected))) > 1e-3 * scale:
-        params = closed_form_params(data, variational)
-        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
-        residuals = variational.latent_mean - data.covariates @ params.coef
-        poisson_only = data.counts - rate
-        with_sigma = poisson_only - residuals @ params.covariance
-        require(
-            not np.allclose(got, poisson_only, rtol=1e-3, atol=1e-3 * scale),
-            "you have the Poisson part Y - A; the Gaussian prior adds -(M - XB) Omega.",
-        )
-        require(
-            not np.allclose(got, with_sigma, rtol=1e-3, atol=1e-3 * scale),
-            "you multiplied the residuals by Sigma; the gradient needs its inverse Omega.",
-        )
-        require(False, "your gradient differs from jax.grad(profiled_elbo). Check A = exp(O + M + S^2/2).")
+
+RPROP_CASES = (
+    # (grad, prev_sign, step): every pair of signs (zeros included), steps at both clip limits
+    (
+        [2.0, -3.0, 1.0, -1.0, 4.0, 0.0, 0.0, 0.0, 5.0, -2.0],
+        [1, -1, -1, 1, 1, 1, -1, 0, 0, 0],
+        [0.1, 0.1, 0.2, 1e-6, 45.0, 0.3, 0.3, 0.3, 0.4, 0.4],
+    ),
+    ([0.0, 0.0, 0.0], [0, 0, 0], [0.5, 1e-6, 50.0]),  # nothing to do: nothing may move
+)
+
+
+def _rprop_expected(x, grad, step, prev_sign):
+    from ..optim import RpropState, rprop
+
+    optimizer = rprop(0.1, step_sizes=(1e-6, 50.0))
+    updates, state = optimizer.update(grad, RpropState(step, prev_sign))
+    return np.asarray(x + updates), np.asarray(state.step_sizes), np.asarray(state.prev_signs)
+
+
+def _rprop_result(rprop_step, args, how: str):
+    answer = jax.jit(rprop_step) if how == "under jit" else rprop_step
+    result = call_answer(answer, *args, what=f"rprop_step ({how})")
+    require(
+        isinstance(result, tuple) and len(result) == 3,
+        f"rprop_step must return three arrays (new x, new step sizes, sign to remember); got "
+        f"{type(result).__name__}" + (f" of {len(result)}" if isinstance(result, tuple) else "") + ".",
+    )
+    return [np.asarray(a, dtype=np.float64) for a in result]
 
 
 @exercise_checker("one torch-style Rprop step")
 def check_rprop_step(rprop_step):
     """`rprop_step(x, grad, step, prev_sign) -> (x, step, sign)` must follow torch's Rprop rule
-    (etas 0.5 and 1.2, steps clipped to [1e-6, 50]) for minimising a loss."""
-    from ..optim import RpropState, rprop
-
-    x = jnp.array([1.0, 1.0, 1.0, 1.0, 1.0, 1.0])
-    grad = jnp.array([2.0, -3.0, 1.0, -1.0, 4.0, 0.0])
-    step = jnp.array([0.1, 0.1, 0.2, 1e-6, 45.0, 0.3])
-    prev_sign = jnp.array([1, -1, -1, 1, 1, 1], dtype=jnp.int8)
-    optimizer = rprop(0.1, step_sizes=(1e-6, 50.0))
-    updates, state = optimizer.update(grad, RpropState(step, prev_sign))
-    got_x, got_step, got_sign = (np.asarray(a, dtype=np.float64) for a in rprop_step(x, grad, step, prev_sign))
-    expected_x = np.asarray(x + updates)
-    require(
-        not np.allclose(got_x, np.asarray(x - updates)),
-        "you moved uphill: Rprop minimises, so each entry moves against the sign of its gradient.",
-    )
-    require(
-        np.allclose(got_step, np.asarray(state.step_sizes)),
-        f"step sizes {got_step} should be {np.asarray(state.step_sizes)}: grow by 1.2 when the sign "
-        "stays, shrink by 0.5 when it flips, keep it when the previous sign was 0, and clip to [1e-6, 50].",
-    )
-    require(
-        got_x[2] == 1.0 and got_x[3] == 1.0,
-        "after a sign flip torch does not move that entry at all this step.",
-    )
-    require(np.allclose(got_x, expected_x), f"new x should be {expected_x}, got {got_x}.")
-    require(
-        np.allclose(got_sign, np.asarray(state.prev_signs)),
-        "the sign to remember is 0 where the sign flipped (so that the next step neither grows "
-        "nor shrinks), and sign(grad) elsewhere.",
-    )
+    (etas 0.5 and 1.2, steps clipped to [1e-6, 50]) for minimising a loss, for every pair of
+    signs, zero gradients included, eagerly and under jit."""
+    require(callable(rprop_step), "pass the function itself.")
+    for grad, prev_sign, step in RPROP_CASES:
+        grad, step = jnp.array(grad), jnp.array(step)
+        prev_sign = jnp.array(prev_sign, dtype=jnp.int8)
+        x = jnp.ones_like(grad)
+        expected_x, expected_step, expected_sign = _rprop_expected(x, grad, step, prev_sign)
+        zero = np.asarray(grad) == 0
+        for how in ("eagerly", "under jit"):
+            got_x, got_step, got_sign = _rprop_result(rprop_step, (x, grad, step, prev_sign), how)
+            require(all(a.shape == grad.shape for a in (got_x, got_step, got_sign)),
+                    f"each of the three results must have the shape of x, {grad.shape}.")
+            require(
+                np.allclose(expected_x, np.asarray(x)) or not close(got_x, 2 * np.asarray(x) - expected_x),
+                "you moved uphill: Rprop minimises, so each entry moves against the sign of its gradient.",
+            )
+            require(
+                np.all(got_x[zero] == 1.0) and np.all(got_sign[zero] == 0),
+                f"({how}) where the gradient is exactly 0 the sign is 0: that entry must not move, and "
+                "the sign to remember is 0. (jnp.sign(0) is 0; a test such as grad >= 0 makes it +1.)",
+            )
+            require(
+                close(got_step, expected_step),
+                f"({how}) step sizes {got_step} should be {expected_step}: grow by 1.2 when the sign "
+                "stays, shrink by 0.5 when it flips, keep it when either sign is 0, and clip to [1e-6, 50].",
+            )
+            flipped = np.asarray(grad) * np.asarray(prev_sign) < 0
+            require(np.all(got_x[flipped] == 1.0), "after a sign flip torch does not move that entry at all this step.")
+            require(close(got_x, expected_x), f"({how}) new x should be {expected_x}, got {got_x}.")
+            require(
+                close(got_sign, expected_sign),
+                "the sign to remember is 0 where the sign flipped (so that the next step neither grows "
+                "nor shrinks), and sign(grad) elsewhere.",
+            )
 
 
 @exercise_checker("a Newton step with momentum and restart")
@@ -115,10 +196,19 @@ def check_momentum_update(momentum_update):
     velocity = jnp.array([-0.5, 0.25, -1.0, 0.2])
     downhill = jnp.array([0.5, -0.5, 0.2, 0.1])  # sum(g * v) = -0.555: keep the momentum
     uphill = jnp.array([-1.0, 0.5, -0.3, -0.4])  # sum(g * v) = 0.845: restart
+    tie = jnp.array([0.5, 1.0, 0.0, 0.0])  # sum(g * v) = 0 exactly: not uphill, keep the momentum
     optimizer = newton_momentum(1.0, momentum=0.9)
-    for name, grad in (("downhill", downhill), ("uphill", uphill)):
+    cases = [(name, grad, how) for name, grad in (("downhill", downhill), ("uphill", uphill), ("tie", tie))
+             for how in ("eagerly", "under jit")]
+    for name, grad, how in cases:
         expected, _ = optimizer.update(grad, NewtonMomentumState(velocity), curvature=curvature)
-        got = np.asarray(momentum_update(grad, curvature, velocity, 0.9), dtype=np.float64)
+        answer = jax.jit(momentum_update) if how == "under jit" else momentum_update
+        got = call_answer(answer, grad, curvature, velocity, 0.9, what=f"momentum_update ({how})")
+        require(
+            not isinstance(got, (tuple, list)),
+            f"return one array, the new velocity, shaped like grad; got a {type(got).__name__}.",
+        )
+        got = np.asarray(got, dtype=np.float64)
         require(got.shape == expected.shape, f"return an array shaped like grad; got shape {got.shape}.")
         if np.allclose(got, expected, atol=1e-6):
             continue
@@ -132,6 +222,11 @@ def check_momentum_update(momentum_update):
             not np.allclose(got, entrywise, atol=1e-6),
             "the restart test is one number for the whole update, sum(grad * velocity), "
             "not a test entry by entry.",
+        )
+        require(
+            name != "tie",
+            "here sum(grad * velocity) is exactly 0: the last update does not point uphill, so keep "
+            "the momentum. The restart test is strict: sum(grad * velocity) > 0, not >= 0.",
         )
         if name == "downhill":
             require(
@@ -159,24 +254,25 @@ row, a single column."""
 def _column_sums_values(column_sums, x, under_jit: bool) -> np.ndarray:
     """`column_sums(x)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
     typical one."""
-    try:
-        got = jax.jit(column_sums)(x) if under_jit else column_sums(x)
-    except jax.errors.TracerArrayConversionError:
-        require(False, "under jit x is a tracer, which NumPy cannot read: sum with jnp, not np.")
-    except (TypeError, ValueError) as error:
-        message = str(error)
-        require(
-            "reshape" not in message,
-            f"your code cuts the rows into blocks and fails for {x.shape[0]} rows ({message[:100]}). "
-            "Column sums must work for any number of rows, and on this jax blocks do not help.",
-        )
-        require(
-            not any(word in message for word in ("dot_general", "matmul", "does not match previous terms")),
-            f"the shapes do not fit a product ({message[:100]}): a vector of ones that adds up the "
-            "rows needs one entry per row.",
-        )
-        raise
+    blocks = (
+        f"your code cuts the rows into blocks and fails for {x.shape[0]} rows. Column sums must work "
+        "for any number of rows, and on this jax blocks do not help."
+    )
+    product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
+    hints = tuple(
+        (error_class, fragment, hint)
+        for error_class in (TypeError, ValueError)
+        for fragment, hint in (("reshape", blocks), ("dot_general", product), ("matmul", product),
+                               ("does not match previous terms", product))
+    )
+    answer = jax.jit(column_sums) if under_jit else column_sums
+    how = "under jax.jit" if under_jit else "eagerly"
+    got = call_answer(answer, x, what=f"column_sums ({how})", hints=hints)
     require(got is not None, "return the column sums.")
+    require(
+        not isinstance(got, (tuple, list, dict, str)),
+        f"return one array of column sums, not a {type(got).__name__}.",
+    )
     return np.asarray(got, np.float64)
 
 
@@ -209,7 +305,7 @@ def _require_one_loop(column_sums) -> None:
     from ..hlo import intermediate_arrays
 
     rows = COLUMN_SUMS_SHAPES[0]
-    n_operations = len(jax.make_jaxpr(column_sums)(jnp.zeros(rows, jnp.float32)).jaxpr.eqns)
+    n_operations = len(call_answer(jax.make_jaxpr(column_sums), jnp.zeros(rows, jnp.float32), what="column_sums").jaxpr.eqns)
     require(
         n_operations < rows[0],
         f"your code adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
@@ -240,6 +336,7 @@ def _require_one_loop(column_sums) -> None:
 def check_column_sums(column_sums):
     """`column_sums(x)`: `jnp.sum(x, axis=0)` of any 2-D `x`, eagerly and under jit, computed
     so that for `x = a * b` XLA writes no array as large as `x` to memory."""
+    require(callable(column_sums), "pass the function itself: check_column_sums(column_sums).")
     for shape in COLUMN_SUMS_SHAPES:
         _require_column_sums_values(column_sums, shape)
     _require_one_loop(column_sums)

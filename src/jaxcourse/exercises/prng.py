@@ -8,17 +8,60 @@ from typing import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
 
-from ..checks import exercise_checker, require
+from ..checks import call_answer, close, exercise_checker, require
+from ._jaxpr import equations, primitive_names, uses_of
+
+DRAWS = ("random_bits", "random_split")
+"""The primitives that consume a key: a draw, or a split into new keys."""
 
 
 def _is_typed_key(value) -> bool:
     return isinstance(value, jax.Array) and jnp.issubdtype(value.dtype, jax.dtypes.prng_key)
 
 
-def _same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
-    actual = np.asarray(actual)
-    return actual.shape == np.shape(expected) and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
+def _jaxpr_of(fn: Callable, key: jax.Array, what: str):
+    """The jaxpr of `fn(key)`; a function JAX cannot trace gets a hint, not a crash."""
+    return call_answer(jax.make_jaxpr(fn), key, what=f"{what} (traced by jax.make_jaxpr)")
+
+
+def require_key_discipline(fn: Callable, key: jax.Array, what: str) -> None:
+    """Fails unless `fn(key)` uses its key the course's way: once, by one draw or one split, or
+    only by `fold_in` with different integers; never through its raw data."""
+    jaxpr = _jaxpr_of(fn, key, what).jaxpr
+    uses = uses_of(jaxpr, jaxpr.invars[0])
+    require(
+        "random_unwrap" not in uses,
+        f"{what} reads the key's raw data (jax.random.key_data): arithmetic on key data makes keys "
+        "that may collide with other keys' streams. Derive new keys with jax.random.split or fold_in.",
+    )
+    consumed = sum(use in DRAWS for use in uses)
+    require(
+        not ("random_fold_in" in uses and consumed),
+        f"{what} both folds an integer into the key (fold_in) and draws from or splits the same key. "
+        "A key you fold into is a base key: derive keys from it with fold_in only, or split it once, "
+        "never both.",
+    )
+    require(
+        consumed <= 1,
+        f"{what} uses its key {consumed} times (draws or splits): each key is used once. Split it "
+        "into as many keys as you need first.",
+    )
+
+
+def _key_reuse_hint(error: Exception) -> str:
+    first_line = str(error).splitlines()[0]
+    if "scan body" in first_line:
+        return (
+            "the scan body draws from a key it closes over, so every step reuses that one key "
+            f"(KeyReuseError: {first_line[:60]}...). Feed the step keys jax.random.split(key, n_steps) "
+            "to scan as its xs, and draw each step from its own key."
+        )
+    return (
+        f"a key was used twice (KeyReuseError: {first_line}). Split first, draw with one of the new "
+        "keys, and pass on a key that nothing has used yet."
+    )
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -26,55 +69,91 @@ def _same(actual, expected, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
 N_CALLS = 6
 """How many times the checker threads a key through the learner's `next_normal`."""
 
+N_DRAWS = 8_000
+"""How many draws (one per key, under jit and vmap) the checker tests for a standard normal shape."""
+
+
+def _checked_pair(result, call: int) -> tuple[jax.Array, float]:
+    """The (new_key, x) that one call returned, after checking its structure."""
+    require(
+        isinstance(result, tuple) and len(result) == 2,
+        f"next_normal must return a pair (new_key, x); call {call} returned {type(result).__name__}"
+        + (f" of length {len(result)}" if isinstance(result, tuple) else "") + ".",
+    )
+    new_key, x = result
+    if _is_typed_key(x) and not _is_typed_key(new_key):
+        require(False, "the pair is the wrong way round: return (new_key, x), the key first.")
+    require(
+        _is_typed_key(new_key) and new_key.shape == (),
+        "the first element must be one new typed key (shape (), dtype key<fry>), "
+        "for example one of the two keys that jax.random.split(key) returns.",
+    )
+    x = np.asarray(x)
+    require(
+        x.shape == () and np.issubdtype(x.dtype, np.floating),
+        f"x must be one float (shape ()), got dtype {x.dtype} and shape {x.shape}.",
+    )
+    return new_key, float(x)
+
 
 def _thread_key(next_normal: Callable, seed: int) -> list[float]:
     """Calls `key, x = next_normal(key)` N_CALLS times from `key(seed)`; returns the draws."""
     key = jax.random.key(seed)
     draws = []
-    for call in range(N_CALLS):
-        result = next_normal(key)
-        require(
-            isinstance(result, tuple) and len(result) == 2,
-            f"next_normal must return a pair (new_key, x); call {call + 1} returned {type(result).__name__}.",
-        )
-        new_key, x = result
-        if _is_typed_key(x) and not _is_typed_key(new_key):
-            require(False, "the pair is the wrong way round: return (new_key, x), the key first.")
-        require(
-            _is_typed_key(new_key) and new_key.shape == (),
-            "the first element must be one new typed key (shape (), dtype key<fry>), "
-            "for example one of the two keys that jax.random.split(key) returns.",
-        )
-        x = np.asarray(x)
-        require(
-            x.shape == () and np.issubdtype(x.dtype, np.floating),
-            f"x must be one float (shape ()), got dtype {x.dtype} and shape {x.shape}.",
-        )
-        draws.append(float(x))
-        key = new_key
+    for call in range(1, N_CALLS + 1):
+        key, x = _checked_pair(call_answer(next_normal, key, what="next_normal"), call)
+        draws.append(x)
     return draws
+
+
+def _require_standard_normal(draws: np.ndarray, how: str) -> None:
+    """Fails with a hint naming the moment that is off, unless `draws` look like N(0, 1)."""
+    mean, variance = draws.mean(), draws.var()
+    kurtosis = stats.kurtosis(draws, fisher=False)
+    require(abs(mean) < 0.1, f"{how}, the draws have mean {mean:.3f}, not 0: draw from N(0, 1).")
+    require(
+        abs(variance - 1) < 0.1,
+        f"{how}, the draws have variance {variance:.3f}, not 1: draw with jax.random.normal and do "
+        "not rescale them.",
+    )
+    require(
+        abs(kurtosis - 3) < 0.4,
+        f"{how}, the draws have kurtosis {kurtosis:.2f}; a normal's is 3 (a uniform's is 1.8): the "
+        "mean and variance can be right while the shape is wrong. Use jax.random.normal.",
+    )
+    statistic = stats.kstest(draws, "norm").statistic
+    require(
+        statistic < 0.035,
+        f"{how}, the draws are not standard normal (Kolmogorov-Smirnov distance {statistic:.3f} "
+        "from N(0, 1)): use jax.random.normal.",
+    )
+
+
+def _many_draws(next_normal: Callable) -> np.ndarray:
+    """N_DRAWS values of x, one per key, from `next_normal` under jit and vmap."""
+    keys = jax.random.split(jax.random.key(123), N_DRAWS)
+    draws = call_answer(jax.jit(jax.vmap(lambda key: next_normal(key)[1])), keys, what="next_normal under jit and vmap")
+    return np.asarray(draws, np.float64)
 
 
 @exercise_checker("Exercise 1 (a key that moves on)")
 def check_next_normal(next_normal: Callable) -> None:
-    """Checks `next_normal(key) -> (new_key, x)` under JAX's key-reuse checker.
+    """Checks `next_normal(key) -> (new_key, x)` under JAX's key-reuse checker and the course's rules.
 
     Threading the returned key through several calls must give different, reproducible
-    standard-normal draws, and no key may be consumed twice.
+    draws, no key may be consumed twice (nor folded into and drawn from), the same numbers
+    must come out under `jit`, and many draws must look standard normal.
     """
     require(callable(next_normal), "pass the function itself: check_next_normal(next_normal).")
+    _checked_pair(call_answer(next_normal, jax.random.key(0), what="next_normal"), call=1)
+    require_key_discipline(next_normal, jax.random.key(0), "next_normal")
     try:
         with jax.debug_key_reuse(True):
             draws = _thread_key(next_normal, seed=0)
             again = _thread_key(next_normal, seed=0)
             other = _thread_key(next_normal, seed=1)
     except jax.errors.KeyReuseError as error:
-        first_line = str(error).splitlines()[0]
-        require(
-            False,
-            f"a key was used twice (KeyReuseError: {first_line}). Split first, draw x with one "
-            "of the two new keys, and return the other one, which nothing has used yet.",
-        )
+        require(False, _key_reuse_hint(error))
     require(
         len(set(draws)) == len(draws),
         f"{N_CALLS} calls that thread the key gave repeated values {np.round(draws, 4).tolist()}: "
@@ -82,16 +161,22 @@ def check_next_normal(next_normal: Callable) -> None:
     )
     require(draws == again, "the same starting key gave different draws: draw only from the key you are given.")
     require(draws != other, "different starting keys gave the same draws: the draw must come from the key argument.")
+    eager_key, eager_x = call_answer(next_normal, jax.random.key(5), what="next_normal")
+    jitted_key, jitted_x = call_answer(jax.jit(next_normal), jax.random.key(5), what="next_normal under jax.jit")
     require(
-        all(abs(d) < 6 for d in draws),
-        f"the draws {np.round(draws, 3).tolist()} do not look standard normal: use jax.random.normal.",
+        close(jitted_x, eager_x) and close(jax.random.key_data(jitted_key), jax.random.key_data(eager_key)),
+        "under jax.jit next_normal gives other numbers than eagerly: draw only from the key argument.",
     )
+    _require_standard_normal(_many_draws(next_normal), f"over {N_DRAWS} keys")
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
 
 TRUE_MEAN = math.exp(0.5)
 """E[exp(Z)] for Z ~ N(0, 1): the mean of a standard lognormal variable."""
+
+CHUNK_CASES = ((16, 500), (1, 3), (5, 1))
+"""(n_chunks, chunk_size) pairs: a typical case, a single chunk, chunks of one draw."""
 
 
 def _reference_chunk_means(key: jax.Array, n_chunks: int, chunk_size: int) -> np.ndarray:
@@ -105,35 +190,65 @@ def _one_block_chunk_means(key: jax.Array, n_chunks: int, chunk_size: int) -> np
     return np.asarray(jnp.mean(jnp.exp(jax.random.normal(key, (n_chunks, chunk_size))), axis=1))
 
 
-@exercise_checker("Exercise 2 (a reproducible Monte Carlo estimate)")
-def check_chunk_means(chunk_means: Callable) -> None:
-    """Checks `chunk_means(key, n_chunks, chunk_size)`: one mean of exp(Z) per chunk.
-
-    Chunk i must use the i-th key of `jax.random.split(key, n_chunks)`; the result must be
-    reproducible, and its mean must estimate exp(1/2).
-    """
-    require(callable(chunk_means), "pass the function itself: check_chunk_means(chunk_means).")
-    key = jax.random.key(2024)
-    n_chunks, chunk_size = 16, 500
-    means = np.asarray(chunk_means(key, n_chunks, chunk_size))
+def _chunk_means_array(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> np.ndarray:
+    means = call_answer(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
+    require(
+        not isinstance(means, (tuple, list)),
+        f"chunk_means must return one array of shape ({n_chunks},), not a {type(means).__name__}.",
+    )
+    means = np.asarray(means)
     require(
         means.shape == (n_chunks,),
         f"chunk_means(key, {n_chunks}, {chunk_size}) must return one mean per chunk, shape "
         f"({n_chunks},); got shape {means.shape}.",
     )
+    return means
+
+
+def _require_vmap_over_keys(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> None:
+    """The draws must be one batched draw over the (n_chunks,) keys, the program vmap writes."""
+    jaxpr = _jaxpr_of(lambda k: chunk_means(k, n_chunks, chunk_size), key, "chunk_means")
+    draws = [eqn for eqn in equations(jaxpr) if eqn.primitive.name == "random_bits"]
+    require(
+        len(draws) == 1,
+        f"your program draws {len(draws)} times for {n_chunks} chunks: one draw per chunk is a Python "
+        "loop, unrolled. Map one chunk's function over the keys with jax.vmap: one batched draw.",
+    )
+    require(
+        draws[0].invars[0].aval.shape == (n_chunks,),
+        "your program draws from one key at a time (a loop such as lax.map or scan): map over the "
+        f"{n_chunks} keys with jax.vmap, which draws from all of them at once.",
+    )
+
+
+@exercise_checker("Exercise 2 (a reproducible Monte Carlo estimate)")
+def check_chunk_means(chunk_means: Callable) -> None:
+    """Checks `chunk_means(key, n_chunks, chunk_size)`: one mean of exp(Z) per chunk.
+
+    Chunk i must use the i-th key of `jax.random.split(key, n_chunks)`, mapped with `vmap`;
+    the result must be reproducible, the same under `jit`, and its mean must estimate exp(1/2).
+    """
+    require(callable(chunk_means), "pass the function itself: check_chunk_means(chunk_means).")
+    key = jax.random.key(2024)
+    n_chunks, chunk_size = CHUNK_CASES[0]
+    means = _chunk_means_array(chunk_means, key, n_chunks, chunk_size)
     require(np.all(np.isfinite(means)), "some chunk means are NaN or infinite.")
     require(
         len(np.unique(means)) > 1,
         "every chunk got the same numbers: give each chunk its own key from "
         "jax.random.split(key, n_chunks) and vmap over those keys (in_axes=0), not over one shared key.",
     )
-    again = np.asarray(chunk_means(jax.random.key(2024), n_chunks, chunk_size))
+    try:
+        with jax.debug_key_reuse(True):
+            again = _chunk_means_array(chunk_means, jax.random.key(2024), n_chunks, chunk_size)
+    except jax.errors.KeyReuseError as error:
+        require(False, _key_reuse_hint(error))
     require(
         np.array_equal(means, again),
         "two calls with the same key gave different results: every random draw must come from the key "
         "(no np.random, no global state).",
     )
-    other = np.asarray(chunk_means(jax.random.key(7), n_chunks, chunk_size))
+    other = _chunk_means_array(chunk_means, jax.random.key(7), n_chunks, chunk_size)
     require(not np.array_equal(means, other), "a different key gave the same result: the draws must use the key.")
     standard_error = math.sqrt(math.e * (math.e - 1) / (n_chunks * chunk_size))
     require(
@@ -141,23 +256,30 @@ def check_chunk_means(chunk_means: Callable) -> None:
         f"the mean of your chunk means is {means.mean():.4f}, far from E[exp(Z)] = exp(1/2) = "
         f"{TRUE_MEAN:.4f}: average exp(z) for standard-normal z in each chunk.",
     )
-    expected = _reference_chunk_means(key, n_chunks, chunk_size)
-    if _same(means, _one_block_chunk_means(key, n_chunks, chunk_size)):
+    require_key_discipline(lambda k: chunk_means(k, n_chunks, chunk_size), key, "chunk_means")
+    if close(means, _one_block_chunk_means(key, n_chunks, chunk_size)):
         require(
             False,
             "you drew one (n_chunks, chunk_size) block from the key itself. That is a valid estimate, "
             "but this exercise asks for one key per chunk: keys = jax.random.split(key, n_chunks), "
             "then chunk i draws jax.random.normal(keys[i], (chunk_size,)).",
         )
-    require(
-        _same(means, expected),
-        "a valid estimate, but not the stream the exercise asks for: chunk i must draw "
-        "jax.random.normal(keys[i], (chunk_size,)) with keys = jax.random.split(key, n_chunks), "
-        "and return jnp.mean(jnp.exp(z)) for it.",
-    )
+    for n, size in CHUNK_CASES:
+        require(
+            close(_chunk_means_array(chunk_means, key, n, size), _reference_chunk_means(key, n, size)),
+            f"for n_chunks={n}, chunk_size={size}: a valid estimate, but not the stream the exercise "
+            "asks for: chunk i must draw jax.random.normal(keys[i], (chunk_size,)) with "
+            "keys = jax.random.split(key, n_chunks), and return jnp.mean(jnp.exp(z)) for it.",
+        )
+    _require_vmap_over_keys(chunk_means, key, n_chunks, chunk_size)
+    jitted = call_answer(jax.jit(chunk_means, static_argnums=(1, 2)), key, n_chunks, chunk_size, what="chunk_means under jax.jit")
+    require(close(jitted, means), "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.")
 
 
 # Exercise 3 ------------------------------------------------------------------------------------
+
+WALK_LENGTHS = (40, 1)
+"""Walk lengths the checker tries: a typical one, and a single step."""
 
 
 def _reference_walk(key: jax.Array, n_steps: int) -> np.ndarray:
@@ -175,59 +297,78 @@ def _carried_key_walk(key: jax.Array, n_steps: int) -> np.ndarray:
     return np.asarray(positions)
 
 
-@exercise_checker("Exercise 3 (a random walk in lax.scan)")
-def check_random_walk(random_walk: Callable) -> None:
-    """Checks `random_walk(key, n_steps) -> positions (n_steps,)` against the reference stream.
-
-    Step t adds `jax.random.normal(keys[t])` with `keys = jax.random.split(key, n_steps)`; the
-    walk starts at 0, is written with `lax.scan`, and must work under `vmap` over keys.
-    """
-    require(callable(random_walk), "pass the function itself: check_random_walk(random_walk).")
-    key, n_steps = jax.random.key(11), 40
-    positions = np.asarray(random_walk(key, n_steps))
+def _walk_positions(random_walk: Callable, key: jax.Array, n_steps: int) -> np.ndarray:
+    result = call_answer(random_walk, key, n_steps, what="random_walk")
+    require(
+        not (isinstance(result, tuple) and len(result) == 2),
+        "random_walk returned a pair, probably scan's (final carry, positions): return only the "
+        "positions, scan's second output.",
+    )
+    positions = np.asarray(result)
     require(
         positions.shape == (n_steps,),
         f"random_walk(key, {n_steps}) must return the {n_steps} positions after each step, shape "
         f"({n_steps},); got shape {positions.shape}.",
     )
-    require(
-        np.array_equal(positions, np.asarray(random_walk(jax.random.key(11), n_steps))),
-        "two calls with the same key gave different walks: draw only from the key.",
-    )
-    jaxpr = str(jax.make_jaxpr(lambda k: random_walk(k, n_steps))(key))
-    require("scan[" in jaxpr, "write the loop with jax.lax.scan (its jaxpr has no scan): the keys are its xs.")
-    increments = np.diff(positions, prepend=0.0)
-    require(
-        not np.allclose(increments, increments[0]),
-        "every step moved by the same amount: all steps drew from one key. Feed the step keys "
-        "jax.random.split(key, n_steps) to scan as xs, and draw each step from its own key.",
-    )
+    return positions
+
+
+def _require_reference_stream(positions: np.ndarray, key: jax.Array, n_steps: int) -> None:
     expected = _reference_walk(key, n_steps)
-    if _same(positions, np.concatenate([[0.0], expected[:-1]]), rtol=1e-4, atol=1e-4):
+    if close(positions, np.concatenate([[0.0], expected[:-1]]), rtol=1e-4, atol=1e-4):
         require(False, "the first entry must be the position after the first step, not the start 0.")
-    if _same(positions, _carried_key_walk(key, n_steps), rtol=1e-4, atol=1e-4):
+    if close(positions, _carried_key_walk(key, n_steps), rtol=1e-4, atol=1e-4):
         require(
             False,
             "you carry the key and split it at every step: a correct walk, but a different stream. "
             "Here, split once up front, keys = jax.random.split(key, n_steps), and pass keys as scan's xs.",
         )
-    if _same(positions, np.cumsum(np.asarray(jax.random.normal(key, (n_steps,)))), rtol=1e-4, atol=1e-4):
+    if close(positions, np.cumsum(np.asarray(jax.random.normal(key, (n_steps,)))), rtol=1e-4, atol=1e-4):
         require(
             False,
             "you drew all the steps at once from the key itself: a different stream. Step t must draw "
             "jax.random.normal(keys[t]) with keys = jax.random.split(key, n_steps).",
         )
     require(
-        _same(positions, expected, rtol=1e-4, atol=1e-4),
-        "the walk does not match the reference stream: step t adds jax.random.normal(keys[t]) "
-        "with keys = jax.random.split(key, n_steps), starting from 0.",
+        close(positions, expected, rtol=1e-4, atol=1e-4),
+        f"for {n_steps} step(s) the walk does not match the reference stream: step t adds "
+        "jax.random.normal(keys[t]) with keys = jax.random.split(key, n_steps), starting from 0.",
     )
-    walker_keys = jax.random.split(jax.random.key(3), 4)
+
+
+@exercise_checker("Exercise 3 (a random walk in lax.scan)")
+def check_random_walk(random_walk: Callable) -> None:
+    """Checks `random_walk(key, n_steps) -> positions (n_steps,)` against the reference stream.
+
+    Step t adds `jax.random.normal(keys[t])` with `keys = jax.random.split(key, n_steps)`; the
+    walk starts at 0, is written with `lax.scan`, and must work under `jit` and under `vmap`
+    over keys.
+    """
+    require(callable(random_walk), "pass the function itself: check_random_walk(random_walk).")
+    key, n_steps = jax.random.key(11), WALK_LENGTHS[0]
+    positions = _walk_positions(random_walk, key, n_steps)
     try:
-        walks = np.asarray(jax.vmap(random_walk, in_axes=(0, None))(walker_keys, n_steps))
-    except Exception as error:  # the learner's function may not be traceable under vmap
-        require(False, f"random_walk fails under jax.vmap over keys ({type(error).__name__}): keep it pure JAX.")
+        with jax.debug_key_reuse(True):
+            again = _walk_positions(random_walk, jax.random.key(11), n_steps)
+    except jax.errors.KeyReuseError as error:
+        require(False, _key_reuse_hint(error))
+    require(np.array_equal(positions, again), "two calls with the same key gave different walks: draw only from the key.")
+    jaxpr = _jaxpr_of(lambda k: random_walk(k, n_steps), key, "random_walk")
+    require("scan" in primitive_names(jaxpr), "write the loop with jax.lax.scan (its jaxpr has no scan): the keys are its xs.")
+    increments = np.diff(positions, prepend=0.0)
     require(
-        all(_same(walks[i], _reference_walk(walker_keys[i], n_steps), rtol=1e-4, atol=1e-4) for i in range(4)),
+        not np.allclose(increments, increments[0]),
+        "every step moved by the same amount: all steps drew from one key. Feed the step keys "
+        "jax.random.split(key, n_steps) to scan as xs, and draw each step from its own key.",
+    )
+    require_key_discipline(lambda k: random_walk(k, n_steps), key, "random_walk")
+    for length in WALK_LENGTHS:
+        _require_reference_stream(_walk_positions(random_walk, key, length), key, length)
+    jitted = call_answer(jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit")
+    require(close(jitted, positions, rtol=1e-4, atol=1e-4), "under jax.jit (n_steps static) the walk differs from the eager one.")
+    walker_keys = jax.random.split(jax.random.key(3), 4)
+    walks = np.asarray(call_answer(jax.vmap(random_walk, in_axes=(0, None)), walker_keys, n_steps, what="random_walk under jax.vmap over keys"))
+    require(
+        all(close(walks[i], _reference_walk(walker_keys[i], n_steps), rtol=1e-4, atol=1e-4) for i in range(4)),
         "under jax.vmap over 4 keys the walks differ from one call per key: draw only from the key argument.",
     )

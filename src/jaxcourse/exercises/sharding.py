@@ -15,11 +15,45 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import parallel, pln
-from ..checks import exercise_checker, require
+from ..checks import (
+    call_answer,
+    close,
+    exercise_checker,
+    require,
+    require_accepts,
+    require_array,
+    require_callable,
+)
+from ._jaxpr import primitive_names
 
 
-def _close(a, b, *, rtol=1e-4, atol=1e-5) -> bool:
-    return bool(np.allclose(np.asarray(a), np.asarray(b), rtol=rtol, atol=atol))
+def _close(a, b) -> bool:
+    """The sharding checkers' tolerance: float32 sums split over devices round differently."""
+    return close(a, b, rtol=1e-4, atol=1e-5)
+
+
+_COLLECTIVES = ("psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", "reduce_scatter")
+
+_SHARDED_INPUT_HINTS = (
+    (
+        Exception,
+        "sharded",
+        "the arrays are split over the mesh, and plain jax.numpy code on them needs an explicit "
+        "output sharding: compute per device with jax.shard_map and combine with a collective",
+    ),
+)
+
+
+def _require_per_device_program(answer, args: tuple, hint: str, what: str, static_argnums=()) -> None:
+    """Fails with `hint` unless the answer's program maps over devices (pmap and shard_map both
+    show as `shard_map` in the jaxpr) and combines the devices' results with a collective."""
+    require_accepts(answer, *args, what=what)
+    jaxpr = call_answer(
+        lambda *a: jax.make_jaxpr(answer, static_argnums=static_argnums)(*a), *args, what=what,
+        hints=_SHARDED_INPUT_HINTS,
+    )
+    names = primitive_names(jaxpr)
+    require("shard_map" in names and any(n.startswith(_COLLECTIVES) for n in names), hint)
 
 
 @exercise_checker("Standardise columns with pmap")
@@ -27,29 +61,35 @@ def check_global_standardise(standardise, n_devices: int) -> None:
     """`standardise` is pmapped over `n_devices` with axis name "data"; it takes and returns
     `(n_devices, m, d)` blocks, standardised with the mean and std of all `n_devices * m` rows.
     """
+    require_callable(standardise, "standardise")
     rng = np.random.default_rng(7)
-    x = (3.0 + 2.0 * rng.standard_normal((8 * n_devices, 3))).astype(np.float32)
-    x[:8] += 5.0  # the blocks differ, so block statistics give a different answer
-    blocks = x.reshape(n_devices, 8, 3)
-    out = standardise(jnp.asarray(blocks))
-    require(out is not None, "your function returned None: return the standardised blocks.")
-    out = np.asarray(out)
-    require(
-        out.shape == blocks.shape,
-        f"expected blocks of shape {blocks.shape} (devices, rows, columns), got {out.shape}.",
-    )
-    local = (blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)
-    require(
-        not _close(out, local),
-        "each device used the mean and std of its own block; average over devices with "
-        "lax.pmean(..., 'data') (the same axis name as in pmap).",
-    )
-    expected = (x - x.mean(axis=0)) / x.std(axis=0)
-    require(
-        _close(out.reshape(x.shape), expected),
-        "the result differs from standardising all rows together. The global std is "
-        "sqrt(mean(x**2) - mean(x)**2) with both means taken over every row (pmean of the "
-        "block means); the mean of the block stds is not the std.",
+    for rows_per_device in (8, 3):
+        x = (3.0 + 2.0 * rng.standard_normal((rows_per_device * n_devices, 3))).astype(np.float32)
+        x[:rows_per_device] += 5.0  # the blocks differ, so block statistics give a different answer
+        blocks = x.reshape(n_devices, rows_per_device, 3)
+        out = require_array(
+            call_answer(standardise, jnp.asarray(blocks), what="standardise", hints=_SHARDED_INPUT_HINTS),
+            blocks.shape, what="standardise", expected="(devices, rows, columns), like its input",
+        )
+        local = (blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)
+        require(
+            not _close(out, local),
+            "each device used the mean and std of its own block; average over devices with "
+            "lax.pmean(..., 'data') (the same axis name as in pmap).",
+        )
+        expected = (x - x.mean(axis=0)) / x.std(axis=0)
+        require(
+            _close(out.reshape(x.shape), expected),
+            f"with {rows_per_device} rows per device, the result differs from standardising all rows "
+            "together. The global std is sqrt(mean(x**2) - mean(x)**2) with both means taken over "
+            "every row (pmean of the block means); the mean of the block stds is not the std.",
+        )
+    _require_per_device_program(
+        standardise, (jnp.ones((n_devices, 2, 3)),),
+        "the values are right, but your function is not a pmap with collectives: it computed the "
+        "statistics of the whole stacked array at once. Decorate it with jax.pmap(axis_name='data') "
+        "and combine the block statistics with lax.pmean.",
+        what="standardise",
     )
 
 
@@ -58,23 +98,21 @@ def _mse_grad(params, x, y):
     return jax.grad(parallel.mse_loss)(params, x, y)
 
 
-@exercise_checker("A data-parallel gradient with shard_map")
-def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
-    """`sharded_grad(params, x, y)` takes replicated `LinearParams` and `x`, `y` sharded by rows
-    over `mesh` (axis "data"), and returns the gradient of `mse_loss` over all rows.
-    """
-    n_devices = mesh.shape[parallel.AXIS]
-    rng = np.random.default_rng(3)
-    x = rng.standard_normal((16 * n_devices, 3)).astype(np.float32)
-    y = (x @ np.array([1.0, -2.0, 3.0]) + 0.5 + 0.1 * rng.standard_normal(16 * n_devices)).astype(np.float32)
-    params = parallel.LinearParams(jnp.array([0.5, 0.0, -1.0]), jnp.array(0.2))
-    rows = NamedSharding(mesh, P(parallel.AXIS))
-    grads = sharded_grad(params, jax.device_put(x, rows), jax.device_put(y, rows))
-    require(grads is not None, "your function returned None: return the gradient.")
+def _linear_problem(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_rows, 3)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 3.0]) + 0.5 + 0.1 * rng.standard_normal(n_rows)).astype(np.float32)
+    return x, y
+
+
+def _require_global_gradient(grads, params, x, y, n_devices: int) -> None:
+    """The gradient over all rows; the typical wrong ones get the hint naming their mistake."""
     require(
         isinstance(grads, parallel.LinearParams),
         f"return the gradient as LinearParams (what jax.grad of mse_loss gives), got {type(grads).__name__}.",
     )
+    for leaf, reference in zip(grads, params):
+        require_array(leaf, np.shape(reference), what="each field of the gradient", expected="the shape of params")
     expected = _mse_grad(params, x, y)
     require(
         not (_close(grads.weights, n_devices * expected.weights) and _close(grads.bias, n_devices * expected.bias)),
@@ -94,6 +132,32 @@ def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
         _close(grads.weights, expected.weights) and _close(grads.bias, expected.bias),
         "the gradient differs from jax.grad(mse_loss) over all rows; each block holds an equal "
         "share of the rows, so the global loss is the pmean of the block losses.",
+    )
+
+
+@exercise_checker("A data-parallel gradient with shard_map")
+def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
+    """`sharded_grad(params, x, y)` takes replicated `LinearParams` and `x`, `y` sharded by rows
+    over `mesh` (axis "data"), and returns the gradient of `mse_loss` over all rows, computed
+    per device with shard_map.
+    """
+    require_callable(sharded_grad, "sharded_grad")
+    n_devices = mesh.shape[parallel.AXIS]
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    cases = [
+        (parallel.LinearParams(jnp.array([0.5, 0.0, -1.0]), jnp.array(0.2)), _linear_problem(16 * n_devices, 3)),
+        (parallel.LinearParams(jnp.zeros(3), jnp.array(0.0)), _linear_problem(4 * n_devices, 4)),  # zeros
+    ]
+    for params, (x, y) in cases:
+        sharded = (params, jax.device_put(x, rows), jax.device_put(y, rows))
+        grads = call_answer(sharded_grad, *sharded, what="sharded_grad", hints=_SHARDED_INPUT_HINTS)
+        _require_global_gradient(grads, params, x, y, n_devices)
+    _require_per_device_program(
+        sharded_grad, sharded,
+        "the gradient is right, but your function does not compute it per device: the exercise "
+        "asks for jax.shard_map over the mesh, with in_specs=(P(), P('data'), P('data')), and a "
+        "collective (lax.pmean of the block loss) that combines the devices.",
+        what="sharded_grad",
     )
 
 
@@ -126,23 +190,34 @@ def _small_pln_problem(n_samples: int) -> tuple[pln.PLNData, pln.Variational]:
 @exercise_checker("The profiled PLN ELBO, data-parallel")
 def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
     """`sharded_profiled_elbo(data, variational, mesh)` returns `pln.profiled_elbo(data, variational)`
-    with the samples split over the "data" axis of `mesh`.
+    with the samples split over the "data" axis of `mesh`, per device with psum'd statistics.
     """
+    require_callable(sharded_profiled_elbo, "sharded_profiled_elbo")
     n_devices = mesh.shape[parallel.AXIS]
-    data, variational = _small_pln_problem(6 * n_devices)
-    value = sharded_profiled_elbo(data, variational, mesh)
-    require(value is not None, "your function returned None: return the ELBO (a scalar).")
-    value = jnp.asarray(value)
-    require(value.shape == (), f"the ELBO is a scalar, got an array of shape {value.shape}.")
-    block_coef = float(_profiled_elbo_with_block_coef(data, variational, n_devices))
-    require(
-        not np.isclose(float(value), block_coef, rtol=1e-5),
-        "each device fitted its own B from its block. B = (X'X)^{-1} X'M needs X'X and X'M "
-        "summed over all samples: psum them before solving.",
-    )
-    expected = float(jax.jit(pln.profiled_elbo)(data, variational))
-    require(
-        np.isclose(float(value), expected, rtol=1e-4),
-        f"got {float(value):.4f}, expected {expected:.4f} (pln.profiled_elbo). Sigma is the "
-        "total scatter divided by the total number of samples, both after the psum.",
+    for samples_per_device in (6, 3):
+        data, variational = _small_pln_problem(samples_per_device * n_devices)
+        value = call_answer(
+            sharded_profiled_elbo, data, variational, mesh, what="sharded_profiled_elbo", hints=_SHARDED_INPUT_HINTS
+        )
+        value = float(require_array(value, (), what="sharded_profiled_elbo", expected="the ELBO, a scalar"))
+        block_coef = float(_profiled_elbo_with_block_coef(data, variational, n_devices))
+        require(
+            not np.isclose(value, block_coef, rtol=1e-5),
+            "each device fitted its own B from its block. B = (X'X)^{-1} X'M needs X'X and X'M "
+            "summed over all samples: psum them before solving.",
+        )
+        expected = float(jax.jit(pln.profiled_elbo)(data, variational))
+        require(
+            np.isclose(value, expected, rtol=1e-4),
+            f"with {samples_per_device} samples per device, got {value:.4f}, expected {expected:.4f} "
+            "(pln.profiled_elbo). Sigma is the total scatter divided by the total number of samples, "
+            "both after the psum.",
+        )
+    _require_per_device_program(
+        sharded_profiled_elbo, (data, variational, mesh),
+        "the value is right, but your function ignores the mesh: it computed on one device. Split "
+        "the samples over the mesh's 'data' axis with jax.shard_map (in_specs=P('data')) and psum "
+        "the sufficient statistics across devices.",
+        what="sharded_profiled_elbo",
+        static_argnums=(2,),
     )

@@ -3,35 +3,33 @@
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, exercise_checker, require, require_registered_pytree
+from ..checks import (
+    call_answer,
+    close,
+    exercise_checker,
+    require,
+    require_array,
+    require_callable,
+    require_registered_pytree,
+)
 from ..tracecount import count_traces
 
 _NON_HASHABLE_STATIC = "Non-hashable static arguments"
 _ARRAY_METADATA = "metadata fields"
 
 
-def _run(call: Callable, hints: list[tuple[type, str, str]]):
-    """Runs `call()`; a JAX error matching one of `hints` becomes a `CheckFailed` with its hint.
-
-    Each hint is `(error class, message fragment or "", hint)`; the first match wins, so
-    subclasses must come before their parents. Other exceptions propagate unchanged, and a
-    result of None fails with a hint about a missing `return`.
-    """
-    try:
-        result = call()
-    except NotImplementedError:
-        raise
-    except Exception as error:
-        for error_class, fragment, hint in hints:
-            if isinstance(error, error_class) and fragment in str(error):
-                raise CheckFailed(f"{hint} (JAX raised {type(error).__name__}.)") from None
-        raise
+def _run(fn: Callable, *args, hints: list[tuple[type, str, str]], what: str = "your function"):
+    """Calls the learner's `fn(*args)` through `call_answer`: a JAX error matching one of `hints`
+    (error class, message fragment or "", hint; subclasses before their parents) becomes that
+    hint, and a result of None fails with a hint about a missing `return`."""
+    result = call_answer(fn, *args, what=what, hints=tuple(hints))
     require(
         result is not None,
         "your code returned None: is a `return` missing? (A pure function or method returns its "
@@ -40,17 +38,16 @@ def _run(call: Callable, hints: list[tuple[type, str, str]]):
     return result
 
 
-def _close(actual, expected, rtol: float = 1e-5, atol: float = 1e-5) -> bool:
-    actual = np.asarray(actual)
-    return actual.shape == np.shape(expected) and bool(np.allclose(actual, expected, rtol=rtol, atol=atol))
-
-
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
 def _mean_of_positives_inputs() -> list[np.ndarray]:
     rng = np.random.default_rng(1)
-    samples = [np.array([-2.0, 0.0, 1.0, 3.0, -1.0, 0.0], dtype=np.float32)]
+    samples = [
+        np.array([-2.0, 0.0, 1.0, 3.0, -1.0, 0.0], dtype=np.float32),
+        np.array([2.5, 2.5, 2.5, 2.5], dtype=np.float32),  # ties: every entry positive and equal
+        np.array([0.0, -1.0, 0.0, 7.0, -3.0], dtype=np.float32),  # a single positive entry
+    ]
     for size in (6, 6, 50):
         x = rng.normal(size=size).astype(np.float32)
         x[0] = abs(x[0]) + 0.5  # at least one positive entry
@@ -62,7 +59,7 @@ def _mean_of_positives_inputs() -> list[np.ndarray]:
 @exercise_checker("Exercise 1 (mean of the positive entries under jit)")
 def check_mean_of_positives(mean_of_positives: Callable) -> None:
     """Checks `mean_of_positives(x)`: the mean of the strictly positive entries of a 1-D array."""
-    require(callable(mean_of_positives), "pass the function itself, e.g. check_mean_of_positives(mean_of_positives).")
+    require_callable(mean_of_positives, "mean_of_positives")
     jitted = jax.jit(mean_of_positives)
     hints = [
         (
@@ -87,18 +84,21 @@ def check_mean_of_positives(mean_of_positives: Callable) -> None:
     for x in _mean_of_positives_inputs():
         positives = x[x > 0]
         expected = positives.sum(dtype=np.float64) / positives.size
-        actual = _run(lambda: jitted(jnp.asarray(x)), hints)
-        require(np.shape(actual) == (), f"the result must be a scalar, got shape {np.shape(actual)}.")
-        if _close(actual, expected):
+        for how, fn in ((" under jax.jit", jitted), ("", mean_of_positives)):
+            actual = require_array(_run(fn, jnp.asarray(x), hints=hints, what=f"mean_of_positives{how}"), (),
+                                   what=f"mean_of_positives{how}", expected="the mean, a scalar")
+            if not close(actual, expected, rtol=1e-5, atol=1e-5):
+                break
+        else:
             continue
         require(
-            not _close(actual, positives.sum(dtype=np.float64) / x.size),
+            not close(actual, positives.sum(dtype=np.float64) / x.size, atol=1e-5),
             "you averaged over every entry: divide the sum of the positive entries by how many "
             "there are (jnp.sum(x > 0)), not by x.size.",
         )
         nonnegative = x[x >= 0]
         require(
-            not _close(actual, nonnegative.sum(dtype=np.float64) / nonnegative.size),
+            not close(actual, nonnegative.sum(dtype=np.float64) / nonnegative.size, atol=1e-5),
             "zeros are not positive: use x > 0, not x >= 0, so they are not counted.",
         )
         require(False, f"wrong value for x = {np.round(x, 3).tolist()}: expected {expected:.5f}, got {float(actual):.5f}.")
@@ -110,7 +110,7 @@ def check_mean_of_positives(mean_of_positives: Callable) -> None:
 @exercise_checker("Exercise 2 (prefix sum with a traced length)")
 def check_prefix_sum(prefix_sum: Callable) -> None:
     """Checks `prefix_sum(x, n)`: the sum of the first `n` entries, with `n` traced, one trace in all."""
-    require(callable(prefix_sum), "pass the function itself, e.g. check_prefix_sum(prefix_sum).")
+    require_callable(prefix_sum, "prefix_sum")
     counted = count_traces(prefix_sum)
     jitted = jax.jit(counted)  # n is an ordinary (traced) argument here, on purpose
     hints = [
@@ -149,11 +149,13 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
     x = rng.normal(size=7).astype(np.float32)
     for n in range(x.size + 1):
         expected = x[:n].sum(dtype=np.float64)
-        actual = _run(lambda: jitted(jnp.asarray(x), n), hints)
-        require(np.shape(actual) == (), f"the result must be a scalar, got shape {np.shape(actual)}.")
-        if _close(actual, expected):
+        eager = _run(prefix_sum, jnp.asarray(x), n, hints=hints, what="prefix_sum")
+        require_array(eager, (), what="prefix_sum", expected="the sum, a scalar")
+        actual = _run(jitted, jnp.asarray(x), n, hints=hints, what="prefix_sum under jax.jit")
+        actual = require_array(actual, (), what="prefix_sum under jax.jit", expected="the sum, a scalar")
+        if close(actual, expected, rtol=1e-5, atol=1e-5) and close(eager, expected, rtol=1e-5, atol=1e-5):
             continue
-        if _close(actual, x[: n + 1].sum(dtype=np.float64)):
+        if close(actual, x[: n + 1].sum(dtype=np.float64), atol=1e-5):
             require(False, "off by one: the first n entries are positions 0 ... n-1, so use < n, not <= n.")
         require(False, f"prefix_sum(x, {n}) should be {expected:.5f}, got {float(actual):.5f}.")
     require(
@@ -162,9 +164,9 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
         "should serve every n of the same type.",
     )
     y = rng.normal(size=11).astype(np.float32)
-    actual = _run(lambda: jitted(jnp.asarray(y), 9), hints)
+    actual = _run(jitted, jnp.asarray(y), 9, hints=hints, what="prefix_sum under jax.jit")
     require(
-        _close(actual, y[:9].sum(dtype=np.float64)),
+        close(actual, y[:9].sum(dtype=np.float64), atol=1e-5),
         "wrong for a longer x (11 entries, n = 9): use x.shape[0], not a fixed length, to build the mask.",
     )
 
@@ -175,7 +177,7 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
 @exercise_checker("Exercise 3 (polynomial features with a static degree)")
 def check_polynomial_features(polynomial_features: Callable) -> None:
     """Checks a jitted `polynomial_features(x, degree)` -> columns x**0 ... x**degree, degree static."""
-    require(callable(polynomial_features), "pass the jitted function, e.g. check_polynomial_features(polynomial_features).")
+    require_callable(polynomial_features, "polynomial_features")
     hints = [
         (
             ValueError,
@@ -204,20 +206,20 @@ def check_polynomial_features(polynomial_features: Callable) -> None:
     x = rng.uniform(-1.5, 1.5, size=5).astype(np.float32)
     for degree in (1, 3, 0):
         expected = np.vander(x, degree + 1, increasing=True)
-        for how, call in (
-            ("positionally", lambda: polynomial_features(jnp.asarray(x), degree)),
-            ("by keyword", lambda: polynomial_features(jnp.asarray(x), degree=degree)),
+        for how, call, args in (
+            ("positionally", polynomial_features, (jnp.asarray(x), degree)),
+            ("by keyword", partial(polynomial_features, degree=degree), (jnp.asarray(x),)),
         ):
-            actual = _run(call, hints)
-            require(
-                np.shape(actual) == expected.shape,
-                f"for len(x) = {x.size} and degree = {degree} the result needs shape {expected.shape} "
-                f"(one column per power 0 ... degree), got {np.shape(actual)} (degree passed {how}).",
+            actual = require_array(
+                _run(call, *args, hints=hints, what=f"polynomial_features (degree passed {how})"),
+                expected.shape,
+                what=f"polynomial_features(x, {degree}) with len(x) = {x.size} (degree passed {how})",
+                expected="one column per power 0 ... degree",
             )
-            if _close(actual, expected, rtol=1e-4):
+            if close(actual, expected, rtol=1e-4, atol=1e-5):
                 continue
             require(
-                not _close(actual, expected[:, ::-1], rtol=1e-4),
+                not close(actual, expected[:, ::-1], rtol=1e-4, atol=1e-5),
                 "the columns are in reverse order: column k must be x**k, starting with a column of ones.",
             )
             require(False, f"wrong values for degree = {degree} (degree passed {how}).")
@@ -266,7 +268,7 @@ def check_polynomial_class(Polynomial: type) -> None:
         ),
     ]
 
-    first = Polynomial(jnp.asarray(cubic))
+    first = _run(Polynomial, jnp.asarray(cubic), hints=hints, what="Polynomial(coefficients)")
     leaves = require_registered_pytree(
         first,
         "JAX sees a Polynomial as one opaque leaf: register the class as a pytree, e.g. with "
@@ -277,9 +279,9 @@ def check_polynomial_class(Polynomial: type) -> None:
         f"a Polynomial should have exactly one leaf, its coefficients array; yours has {len(leaves)} "
         f"leaves of shapes {[np.shape(leaf) for leaf in leaves]}.",
     )
-    eager = _run(lambda: first(x), hints)
+    eager = _run(first, x, hints=hints, what="Polynomial.__call__")
     require(
-        _close(eager, np.polyval(cubic, np.asarray(x)), rtol=1e-4),
+        close(eager, np.polyval(cubic, np.asarray(x)), rtol=1e-4, atol=1e-5),
         "p(x) is wrong: evaluate with the highest power first, e.g. jnp.polyval(self.coefficients, x).",
     )
 
@@ -289,10 +291,10 @@ def check_polynomial_class(Polynomial: type) -> None:
     counted = count_traces(evaluate)
     apply = jax.jit(counted)
     for coefficients in (cubic, other_cubic, quadratic):
-        polynomial = Polynomial(jnp.asarray(coefficients))
-        result = _run(lambda: apply(polynomial, x), hints)
+        polynomial = _run(Polynomial, jnp.asarray(coefficients), hints=hints, what="Polynomial(coefficients)")
+        result = _run(apply, polynomial, x, hints=hints, what="jax.jit(lambda p, x: p(x))")
         require(
-            _close(result, np.polyval(coefficients, np.asarray(x)), rtol=1e-4),
+            close(result, np.polyval(coefficients, np.asarray(x)), rtol=1e-4, atol=1e-5),
             "jax.jit(lambda p, x: p(x)) gives a wrong result: are the coefficients a traced leaf?",
         )
         if coefficients is other_cubic:
@@ -303,24 +305,25 @@ def check_polynomial_class(Polynomial: type) -> None:
             )
     require(counted.traces == 2, "a polynomial of another degree has a new shape, so it should trace again.")
 
-    derivative = _run(lambda: first.derivative(), hints)
+    derivative = _run(getattr(first, "derivative", None), hints=hints, what="Polynomial.derivative")
     require(
         isinstance(derivative, Polynomial),
         f"derivative() should return a new Polynomial, got {type(derivative).__name__}.",
     )
     require(
-        _close(first(x), eager),
+        close(_run(first, x, hints=hints, what="Polynomial.__call__"), eager, atol=1e-5),
         "derivative() changed the polynomial it was called on: a pure method returns a new object "
         "and leaves self alone.",
     )
     expected = np.polyval(np.polyder(cubic), np.asarray(x))
     require(
-        _close(derivative(x), expected, rtol=1e-4),
+        close(_run(derivative, x, hints=hints, what="the derivative's __call__"), expected, rtol=1e-4, atol=1e-5),
         "wrong derivative: drop the constant term and multiply each coefficient by its power "
         "(for a cubic: 3, 2, 1).",
     )
-    jitted = _run(lambda: jax.jit(lambda p: p.derivative())(first), hints)
+    jitted = _run(jax.jit(lambda p: p.derivative()), first, hints=hints, what="jax.jit(lambda p: p.derivative())")
     require(
-        isinstance(jitted, Polynomial) and _close(jitted(x), expected, rtol=1e-4),
+        isinstance(jitted, Polynomial)
+        and close(_run(jitted, x, hints=hints, what="the derivative's __call__"), expected, rtol=1e-4, atol=1e-5),
         "jax.jit(lambda p: p.derivative()) should return the derivative as a Polynomial.",
     )

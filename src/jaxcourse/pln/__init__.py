@@ -27,6 +27,7 @@ from . import level5 as level5
 from . import level6 as level6
 from . import constants as constants
 from . import convergence as convergence
+from . import custom_gradient as custom_gradient
 from . import profiled as profiled
 from ._algorithm import ADAM as ADAM
 from ._algorithm import LEARNING_RATE as LEARNING_RATE
@@ -41,6 +42,8 @@ from ._data import load_oaks as load_oaks
 from ._data import make_data as make_data
 from ._data import simulate as simulate
 from ._reference import ReferenceFit as ReferenceFit
+from ._reference import ReferenceTrace as ReferenceTrace
+from ._reference import trace_pyplnmodels as trace_pyplnmodels
 from ._sharded import sharded_elbo as sharded_elbo
 from ._reference import fit_pyplnmodels as fit_pyplnmodels
 from ._model import ModelParams as ModelParams

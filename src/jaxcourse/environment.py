@@ -8,7 +8,7 @@ from importlib import metadata
 
 import jax
 
-from ..jit_parity import cpu_model  # the upstream reproducer reports it too, and stands alone
+from .jit_parity import cpu_model  # the upstream reproducer reports it too, and stands alone
 
 
 def _version(package: str) -> str:
@@ -16,6 +16,15 @@ def _version(package: str) -> str:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+VERSIONED_PACKAGES = ("jax", "jaxlib", "optax", "torch", "pyPLNmodels", "numpy")
+"""The packages whose versions a benchmark records."""
+
+
+def versions() -> dict[str, str]:
+    """The installed version of each of `VERSIONED_PACKAGES` ("not installed" if absent)."""
+    return {package: _version(package) for package in VERSIONED_PACKAGES}
 
 
 def nvidia_gpu_listed() -> bool:

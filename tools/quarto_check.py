@@ -1,6 +1,7 @@
 """Static checks of the Quarto book, without the Quarto CLI.
 
-Usage: `python -m jaxcourse.quarto_check [--root DIR]`; exits 1 and lists the problems if any.
+Usage, from the repository root: `python -m tools.quarto_check [--root DIR]`; exits 1 and lists the
+problems if any.
 
 Each `check_*` function takes the project root and returns a list of problems (strings, each
 naming the file). `all_problems` runs them all. The checks: `_quarto.yml` parses and is a book;
@@ -16,7 +17,21 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+from tools.qmd import (
+    AT_KEY,
+    HEADING,
+    ID_ATTRIBUTE,
+    INLINE_CODE,
+    MATH,
+    QMD_LINK,
+    cell_options,
+    is_python_cell,
+    listed_pages,
+    load_config,
+    qmd_files,
+    split_blocks,
+    split_front_matter,
+)
 
 KNOWN_CELL_OPTIONS = frozenset(
     {
@@ -34,120 +49,7 @@ KNOWN_CELL_OPTIONS = frozenset(
 CROSSREF_PREFIXES = ("fig", "sec", "tbl")
 NON_CITATION_PREFIXES = ("fig", "sec", "tbl", "eq", "lst", "thm", "lem", "def", "exm", "exr")
 
-CODE_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})(.*)$")
-CELL_OPTION = re.compile(r"^#\|\s*([A-Za-z0-9_-]+)\s*:\s*(.*?)\s*$")
-# Quarto citation/cross-reference syntax: @key after start, space, '[', '-', ';' or '('.
-AT_KEY = re.compile(r"(?:^|(?<=[\s\[;(\-]))@([A-Za-z0-9_][\w-]*(?:[:.#$%&+?<>~/][\w-]+)*)")
-INLINE_CODE = re.compile(r"(`+).*?\1", re.DOTALL)
-MATH = re.compile(r"\$\$.*?\$\$|\$[^$\n]+\$", re.DOTALL)
-ID_ATTRIBUTE = re.compile(r"\{[^}\n]*#((?:fig|tbl|sec|eq|lst)-[\w-]+)[^}\n]*\}")
-QMD_LINK = re.compile(r"\]\(\s*<?([^)\s>#]+\.qmd)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
 BIB_KEY = re.compile(r"^\s*@\w+\s*\{\s*([^,\s]+)\s*,", re.MULTILINE)
-
-
-# --- parsing ------------------------------------------------------------------------------
-
-
-def load_config(root: Path) -> dict:
-    """`_quarto.yml` as a dict; raises on a missing or malformed file."""
-    config = yaml.safe_load((root / "_quarto.yml").read_text())
-    if not isinstance(config, dict):
-        raise ValueError("_quarto.yml is not a mapping")
-    return config
-
-
-def _flatten_chapters(entries) -> list[str]:
-    files: list[str] = []
-    for entry in entries or []:
-        if isinstance(entry, str):
-            files.append(entry)
-        elif isinstance(entry, dict):
-            if "href" in entry:
-                files.append(str(entry["href"]))
-            if "file" in entry:
-                files.append(str(entry["file"]))
-            if isinstance(entry.get("part"), str) and entry["part"].endswith(".qmd"):
-                files.append(entry["part"])
-            files.extend(_flatten_chapters(entry.get("chapters")))
-    return files
-
-
-def listed_pages(root: Path) -> list[str]:
-    """Every page that `_quarto.yml` lists (chapters and appendices), as written there."""
-    try:
-        book = load_config(root).get("book") or {}
-    except Exception:  # reported by check_config
-        return []
-    return _flatten_chapters(book.get("chapters")) + _flatten_chapters(book.get("appendices"))
-
-
-def qmd_files(root: Path) -> list[Path]:
-    """Every .qmd page of the project (listed or not), except partials and build outputs."""
-    skip = {"_book", "_site", "_freeze", "_executed", "node_modules", "site-packages"}
-
-    def belongs(path: Path) -> bool:
-        parts = path.relative_to(root).parts
-        if path.name.startswith("_") or set(parts) & skip or any(p.startswith(".") for p in parts):
-            return False
-        # A folder with its own _quarto.yml is another project (e.g. the test fixtures).
-        folders = [root.joinpath(*parts[:i]) for i in range(1, len(parts))]
-        return not any((folder / "_quarto.yml").exists() for folder in folders)
-
-    return sorted(p for p in root.rglob("*.qmd") if belongs(p))
-
-
-def split_front_matter(text: str) -> tuple[dict | None, str]:
-    """(front matter, body). The front matter is None when absent or unparsable."""
-    match = re.match(r"^---[ \t]*\n(.*?)\n---[ \t]*(?:\n|$)", text, re.DOTALL)
-    if not match:
-        return None, text
-    try:
-        front = yaml.safe_load(match.group(1))
-    except yaml.YAMLError:
-        front = None
-    return (front if isinstance(front, dict) else None), text[match.end():]
-
-
-def split_blocks(text: str) -> tuple[str, list[tuple[str, list[str], int]]]:
-    """(prose with fenced blocks blanked out, [(fence info, block lines, first line number)])."""
-    prose: list[str] = []
-    blocks: list[tuple[str, list[str], int]] = []
-    lines = text.split("\n")
-    i = 0
-    while i < len(lines):
-        match = CODE_FENCE.match(lines[i])
-        if not match:
-            prose.append(lines[i])
-            i += 1
-            continue
-        fence, info, start = match.group(2), match.group(3).strip(), i + 1
-        body = []
-        i += 1
-        while i < len(lines):
-            close = CODE_FENCE.match(lines[i])
-            if close and close.group(2)[0] == fence[0] and len(close.group(2)) >= len(fence) and not close.group(3).strip():
-                break
-            body.append(lines[i])
-            i += 1
-        blocks.append((info, body, start + 1))
-        prose.extend([""] * (len(body) + 2))
-        i += 1
-    return "\n".join(prose), blocks
-
-
-def is_python_cell(info: str) -> bool:
-    return re.match(r"^\{\s*python\b", info) is not None
-
-
-def cell_options(body: list[str]) -> dict[str, str]:
-    """The `#|` options at the top of one cell."""
-    options: dict[str, str] = {}
-    for line in body:
-        match = CELL_OPTION.match(line)
-        if not match:
-            break
-        options[match.group(1)] = match.group(2)
-    return options
 
 
 def _relative(root: Path, path: Path) -> str:
@@ -229,33 +131,33 @@ def check_crossrefs(root: Path) -> list[str]:
     return problems
 
 
-def check_cell_options(root: Path) -> list[str]:
-    """Cell options are known Quarto keys; figure cells have `fig-cap` and `fig-alt`."""
-    problems = []
+def _python_cells(root: Path):
+    """(page, line number, `#|` options) of every python cell of the project."""
     for path in qmd_files(root):
-        _, blocks = split_blocks(path.read_text())
-        for info, body, line in blocks:
-            if not is_python_cell(info):
-                continue
-            options = cell_options(body)
-            for key in options:
-                if key not in KNOWN_CELL_OPTIONS:
-                    problems.append(f"{_relative(root, path)}:{line}: unknown cell option '{key}'")
-    return problems
+        for info, body, line in split_blocks(path.read_text())[1]:
+            if is_python_cell(info):
+                yield path, line, cell_options(body)
+
+
+def check_cell_options(root: Path) -> list[str]:
+    """Cell options are known Quarto keys."""
+    return [
+        f"{_relative(root, path)}:{line}: unknown cell option '{key}'"
+        for path, line, options in _python_cells(root)
+        for key in options
+        if key not in KNOWN_CELL_OPTIONS
+    ]
 
 
 def check_figure_cells(root: Path) -> list[str]:
     """Every cell labelled `fig-…` has a caption (`fig-cap`) and alt text (`fig-alt`)."""
     problems = []
-    for path in qmd_files(root):
-        _, blocks = split_blocks(path.read_text())
-        for info, body, line in blocks:
-            options = cell_options(body) if is_python_cell(info) else {}
-            label = options.get("label", "").strip("'\"")
-            if label.startswith("fig-"):
-                for key in ("fig-cap", "fig-alt"):
-                    if not options.get(key, "").strip():
-                        problems.append(f"{_relative(root, path)}:{line}: figure {label} has no {key}")
+    for path, line, options in _python_cells(root):
+        label = options.get("label", "").strip("'\"")
+        if label.startswith("fig-"):
+            for key in ("fig-cap", "fig-alt"):
+                if not options.get(key, "").strip():
+                    problems.append(f"{_relative(root, path)}:{line}: figure {label} has no {key}")
     return problems
 
 
@@ -274,13 +176,28 @@ def check_links(root: Path) -> list[str]:
     return problems
 
 
+def _first_heading(body: str):
+    """The first Markdown heading of `body` outside code blocks (a regex match), or None."""
+    in_code = False
+    for line in body.splitlines():
+        if line.lstrip().startswith("```"):
+            in_code = not in_code
+        elif not in_code and HEADING.match(line):
+            return HEADING.match(line)
+    return None
+
+
 def check_titles(root: Path) -> list[str]:
-    """Every page has front matter with a non-empty title."""
+    """Every page has a title: in its front matter, or as its first heading, a level-1 one (as
+    Quarto takes it; `# Welcome {.unnumbered}` is how a book's index stays unnumbered)."""
     problems = []
     for path in qmd_files(root):
-        front, _ = split_front_matter(path.read_text())
-        if not front or not str(front.get("title") or "").strip():
-            problems.append(f"{_relative(root, path)}: no title in the front matter")
+        front, body = split_front_matter(path.read_text())
+        if front and str(front.get("title") or "").strip():
+            continue
+        first_heading = _first_heading(body)
+        if not (first_heading and first_heading.group(1) == "#" and first_heading.group(2).strip()):
+            problems.append(f"{_relative(root, path)}: no title (front matter, or a first heading '# ...')")
     return problems
 
 

@@ -1,0 +1,54 @@
+"""Reading a learner's program the way JAX sees it: every equation of a jaxpr, nested ones included.
+
+Checkers use it to check the method an exercise names (a `scan`, one batched draw, no autodiff),
+which the numbers alone cannot show.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import jax
+import jax.extend.core
+
+
+def inner_jaxprs(eqn) -> list:
+    """The jaxprs nested in one equation's parameters (the body of a jit, scan, cond, while...)."""
+    found = []
+    for value in eqn.params.values():
+        for item in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(item, jax.extend.core.ClosedJaxpr):
+                found.append(item.jaxpr)
+            elif isinstance(item, jax.extend.core.Jaxpr):
+                found.append(item)
+    return found
+
+
+def equations(jaxpr) -> Iterator:
+    """Every equation of `jaxpr` (a `Jaxpr` or `ClosedJaxpr`) and of the jaxprs nested in it."""
+    jaxpr = getattr(jaxpr, "jaxpr", jaxpr)
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for inner in inner_jaxprs(eqn):
+            yield from equations(inner)
+
+
+def primitive_names(jaxpr) -> list[str]:
+    """The primitive of every equation, nested ones included, in order (with repeats)."""
+    return [eqn.primitive.name for eqn in equations(jaxpr)]
+
+
+def uses_of(jaxpr, var) -> list[str]:
+    """The primitives that read `var`, an input of `jaxpr`, following it into nested jaxprs
+    whose inputs line up one to one with the equation's (jit, scan)."""
+    uses = []
+    for eqn in jaxpr.eqns:
+        for position, invar in enumerate(eqn.invars):
+            if invar is not var:
+                continue
+            nested = [inner for inner in inner_jaxprs(eqn) if len(inner.invars) == len(eqn.invars)]
+            if nested:
+                uses.extend(use for inner in nested for use in uses_of(inner, inner.invars[position]))
+            else:
+                uses.append(eqn.primitive.name)
+    return uses

@@ -1,0 +1,248 @@
+"""Checkers for the exercises of the chapter 'Debugging and the sharp bits'."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from typing import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
+
+from ..checks import CheckFailed, close, exercise_checker, require
+from ..debugging import compare_with_float64
+from ..jit_parity import log_reduction, sample
+
+# Exercise 1 ------------------------------------------------------------------------------------
+
+_JAX_RERUN_NOTE = "Calling the de-optimized version"
+
+_NAN_CASES = [
+    # (description, function, input, the primitive that makes the first NaN or None)
+    ("sum(log(x - 1)) at x = 0.5", lambda x: jnp.sum(jnp.log(x - 1.0) * 2.0), [2.0, 0.5, 3.0], "log"),
+    ("jit(mean(sqrt(x) + 1)) at x = -1", jax.jit(lambda x: jnp.mean(jnp.sqrt(x) + 1.0)), [4.0, -1.0], "sqrt"),
+    ("sum(1 / x) at x = 0, inf but no NaN", lambda x: jnp.sum(1.0 / x), [0.0, 1.0], None),
+    ("sum(exp(x)), no NaN", lambda x: jnp.sum(jnp.exp(x)), [0.0, 1.0], None),
+    ("log(x) * 0, where the NaN survives the product", lambda x: jnp.sum(jnp.log(x) * 0.0), [-2.0, 1.0], "log"),
+    ("0 / 0", lambda x: jnp.sum((x - x) / (x - x)), [1.0, 2.0], "div"),
+    ("sum(1 / x) - sum(1 / x) at x = 0: inf first, then inf - inf", lambda x: jnp.sum(1.0 / x) - jnp.sum(1.0 / x), [0.0, 1.0], "sub"),
+]
+
+
+def _ask_nan_source(nan_source: Callable, fn, x, case: str):
+    """The learner's answer for one case; debug_nans is restored whatever happens."""
+    was_on = jax.config.jax_debug_nans
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            answer = nan_source(fn, jnp.asarray(x, jnp.float32))
+        left_on = jax.config.jax_debug_nans
+    finally:
+        jax.config.update("jax_debug_nans", was_on)
+        # JAX prints a line each time it re-runs a jitted function to find a NaN; keep the rest.
+        print("".join(line for line in printed.getvalue().splitlines(True) if _JAX_RERUN_NOTE not in line), end="")
+    require(
+        not left_on or was_on,
+        f"after nan_source returned (on {case}), jax_debug_nans was still on: every later operation "
+        "would be checked, and slowed down. Use the context manager `with jax.debug_nans(True):`, or "
+        "switch the flag off again in a `finally:`.",
+    )
+    return answer
+
+
+@exercise_checker("Exercise 1 (which operation made the NaN?)")
+def check_nan_source(nan_source: Callable) -> None:
+    """Checks `nan_source(fn, x)`: the name of the primitive that made the first NaN, or None."""
+    require(callable(nan_source), "pass the function itself: check_nan_source(nan_source).")
+    for case, fn, x, expected in _NAN_CASES:
+        answer = _ask_nan_source(nan_source, fn, x, case)
+        if expected is None:
+            require(
+                answer is None,
+                f"on {case}, nothing is NaN, so the answer is None; you returned {answer!r}. "
+                "jax_debug_nans reacts to NaN only (an inf is not an error), while checkify's "
+                "float_checks also report a division by zero: use checkify.nan_checks if you use checkify.",
+            )
+            continue
+        require(
+            isinstance(answer, str),
+            f"on {case}, return the primitive's name as a string (here {expected!r}), not "
+            f"{type(answer).__name__} {answer!r}. Catch the FloatingPointError that "
+            "`with jax.debug_nans(True):` raises and read its message.",
+        )
+        require(
+            answer.strip() != "" and len(answer.split()) == 1,
+            f"on {case}, return only the primitive's name ({expected!r}), not the whole message {answer!r}.",
+        )
+        require(
+            answer.strip().rstrip(".") == expected,
+            f"on {case}, the first NaN comes from {expected!r}, not {answer!r}. "
+            "Let JAX find it: run fn(x) inside `with jax.debug_nans(True):` and catch the error.",
+        )
+
+
+# Exercise 2 ------------------------------------------------------------------------------------
+
+
+@exercise_checker("Exercise 2 (weights checked inside jit)")
+def check_normalise_weights(normalise_weights: Callable) -> None:
+    """Checks `normalise_weights(w)`: w / sum(w), with checkify.check guarding w >= 0 and sum(w) > 0."""
+    require(callable(normalise_weights), "pass the function itself: check_normalise_weights(normalise_weights).")
+    checked = jax.jit(checkify.checkify(normalise_weights))
+    cases = {
+        "[1, 2, 5]": ([1.0, 2.0, 5.0], True),
+        "[0, 1, 3] (a zero weight is allowed)": ([0.0, 1.0, 3.0], True),
+        "[2, -1, 3] (a negative weight)": ([2.0, -1.0, 3.0], False),
+        "[0, 0, 0] (no weight at all)": ([0.0, 0.0, 0.0], False),
+    }
+    for case, (weights, valid) in cases.items():
+        w = jnp.asarray(weights, jnp.float32)
+        try:
+            error, result = checked(w)
+        except (jax.errors.TracerBoolConversionError, jax.errors.ConcretizationTypeError):
+            raise CheckFailed(
+                "your function asks Python for the truth value of a traced array (an `if`, `assert` "
+                "or `raise` on w): inside jit there are no values yet. Use "
+                "checkify.check(condition, message), which becomes part of the compiled program."
+            ) from None
+        message = error.get()
+        if valid:
+            require(
+                message is None,
+                f"on {case} your function reported {message!r}, but these weights are valid: weights "
+                "must be >= 0 (zero is allowed) and their sum > 0.",
+            )
+            expected = np.asarray(weights) / np.sum(weights)
+            require(close(result, expected), f"on {case}, expected w / sum(w) = {expected.round(4).tolist()}, got {np.asarray(result).round(4).tolist()}.")
+        else:
+            require(
+                message is not None,
+                f"on {case} no error was reported. Guard both conditions with checkify.check: "
+                "jnp.all(w >= 0) and jnp.sum(w) > 0 (a NaN result is not a report).",
+            )
+
+
+# Exercise 3 ------------------------------------------------------------------------------------
+
+
+@exercise_checker("Exercise 3 (counts that overflow)")
+def check_shift_counts(shift_counts: Callable) -> None:
+    """Checks `shift_counts(counts, shift)`: counts + shift as int32, for small-integer counts."""
+    require(callable(shift_counts), "pass the function itself: check_shift_counts(shift_counts).")
+    cases = [
+        (np.array([0, 200, 255], np.uint8), 300),
+        (np.array([0, 200, 255], np.uint8), -10),
+        (np.array([7, 9], np.uint8), 0),
+        (np.array([-30_000, 30_000], np.int16), 5_000),
+    ]
+    for counts, shift in cases:
+        expected = counts.astype(np.int64) + shift
+        for how, fn in (("eagerly", shift_counts), ("under jax.jit", jax.jit(shift_counts))):
+            result = fn(jnp.asarray(counts), shift)
+            case = f"{counts.dtype} counts {counts.tolist()} and shift {shift} ({how})"
+            require(
+                np.shape(result) == counts.shape,
+                f"on {case}, expected an array of shape {counts.shape}, got shape {np.shape(result)}.",
+            )
+            dtype = np.asarray(result).dtype
+            require(
+                dtype == np.int32,
+                f"on {case}, the result has dtype {dtype}; counts are integers and the sums need "
+                "more room than the input's type: return int32.",
+            )
+            if not close(result, expected, rtol=0, atol=0):
+                wrapped = (counts + np.array(shift).astype(counts.dtype)).astype(np.int32)
+                require(
+                    not close(result, wrapped, rtol=0, atol=0),
+                    f"on {case} you got {np.asarray(result).tolist()} instead of {expected.tolist()}: the "
+                    f"sum was computed in {counts.dtype} and wrapped around, then converted. A Python "
+                    "int is weakly typed and takes the array's dtype; cast the counts to int32 before "
+                    "adding: counts.astype(jnp.int32) + shift.",
+                )
+                require(False, f"on {case}, expected {expected.tolist()}, got {np.asarray(result).tolist()}.")
+
+
+# Exercise 4 ------------------------------------------------------------------------------------
+
+
+def _wrong_under_jit_from(min_size: int, relative_error: float) -> Callable:
+    """sum(x), times (1 + relative_error) only when traced with at least `min_size` entries:
+    a miscompilation on demand; eager calls, in float32 or float64, stay right."""
+
+    def fn(x):
+        total = jnp.sum(x)
+        if isinstance(x, jax.core.Tracer) and x.size >= min_size:
+            return total * (1.0 + relative_error)
+        return total
+
+    return fn
+
+
+def _expm1_sum(x):
+    """sum(exp(x * 1e-8) - 1): float32 rounds every term to 0, eagerly and under jit alike."""
+    return jnp.sum(jnp.exp(x * 1e-8) - 1.0)
+
+
+def _expected_first_wrong(fn, sizes, rtol) -> int | None:
+    for n in sizes:
+        if not compare_with_float64(fn, sample((n,)), rtol=rtol).jit_agrees:
+            return n
+    return None
+
+
+@exercise_checker("Exercise 4 (the size where jit goes wrong)")
+def check_first_wrong_size(first_wrong_size: Callable) -> None:
+    """Checks `first_wrong_size(fn, sizes, rtol)`: the smallest size whose jitted value is off."""
+    require(callable(first_wrong_size), "pass the function itself: check_first_wrong_size(first_wrong_size).")
+    sizes = [100, 1_000, 4_096, 8_192]
+    wrong_from_3000 = _wrong_under_jit_from(3_000, 1e-2)
+    answer = first_wrong_size(wrong_from_3000, sizes)
+    require(
+        not isinstance(answer, (list, tuple, np.ndarray)),
+        f"return one size (the smallest whose jitted value disagrees), not a collection: got {answer!r}.",
+    )
+    require(
+        answer != sizes.index(4_096),
+        f"you returned {answer!r}, the position in `sizes`; return the size itself, {4_096}.",
+    )
+    require(
+        answer is not None,
+        "jax.jit(fn) is 1 % off from 4,096 entries on (the checker's fn is miscompiled on purpose; its eager "
+        "value is right), but your function found nothing: compare jax.jit(fn)(x), not eager fn(x), "
+        "with the float64 value.",
+    )
+    require(
+        answer not in sizes[:2],
+        f"you flagged {answer!r} entries, where jax.jit(fn) agrees with float64 up to float32 rounding, a "
+        "tiny fraction of the sum: use a relative tolerance, |jit - float64| <= rtol * |float64|.",
+    )
+    require(
+        answer == 4_096,
+        f"jax.jit(fn) is 1 % off at 4,096 and 8,192 entries only; the smallest wrong size is 4096, you said {answer!r}.",
+    )
+    require(
+        first_wrong_size(_wrong_under_jit_from(0, 0.0), sizes) is None,
+        "for a function jit computes right at every size, return None.",
+    )
+    require(
+        first_wrong_size(_wrong_under_jit_from(0, 1e-6), sizes) is None,
+        "a jitted sum that differs from float64 by 1e-6 of its value agrees at rtol=1e-4, but your "
+        "function flagged it: use a relative tolerance, |jit - float64| <= rtol * |float64|.",
+    )
+    require(
+        first_wrong_size(wrong_from_3000, sizes, rtol=0.1) is None,
+        "with rtol=0.1 a 1 % error agrees, but your function flagged it: use the rtol argument.",
+    )
+    require(
+        first_wrong_size(_expm1_sum, sizes) == 100,
+        "on sum(exp(1e-8 x) - 1), float32 rounds every term to 0 under jit and eagerly, while the float64 "
+        "value is not 0, so the first size, 100, is already wrong. A float32 reference shares float32's "
+        "rounding: compute the reference in float64 (debugging.compare_with_float64 does).",
+    )
+    expected = _expected_first_wrong(log_reduction, sizes, 1e-4)
+    require(
+        first_wrong_size(log_reduction, sizes) == expected,
+        f"on jit_parity.log_reduction, this build's first wrong size is {expected}: your answer differs.",
+    )

@@ -1,0 +1,71 @@
+"""Checker for the exercise of the glossary appendix."""
+
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..checks import CheckFailed, exercise_checker, require
+
+
+class _Layer(NamedTuple):
+    w: jax.Array
+    b: jax.Array | None
+
+
+def _trees() -> dict[str, object]:
+    return {
+        "a dict with an array, None, a Python float and a Python int": {
+            "w": jnp.ones((3, 2)), "b": None, "scale": 0.5, "steps": 3,
+        },
+        "a tuple of a float16 array and a boolean NumPy array": (jnp.ones(4, jnp.float16), np.ones(2, bool)),
+        "a NamedTuple layer": _Layer(jnp.zeros((2, 2)), jnp.zeros(2)),
+        "a single array": jnp.arange(5),
+    }
+
+
+def _expected_dtype(leaf) -> np.dtype:
+    return np.dtype(jnp.result_type(leaf))  # Python scalars: JAX's default float32 / int32
+
+
+@exercise_checker("Exercise 1 (the abstract values of a pytree)")
+def check_abstract_tree(abstract_tree: Callable) -> None:
+    """Checks `abstract_tree(tree)`: the same tree with a `jax.ShapeDtypeStruct` for every leaf."""
+    require(callable(abstract_tree), "pass the function itself: check_abstract_tree(abstract_tree).")
+    for case, tree in _trees().items():
+        answer = abstract_tree(tree)
+        leaves, treedef = jax.tree.flatten(tree)
+        answer_leaves, answer_treedef = jax.tree.flatten(answer)
+        require(
+            answer_treedef == treedef,
+            f"for {case}, the answer should keep the tree's structure (its treedef, {treedef}), got "
+            f"{answer_treedef}: replace each leaf with jax.tree.map rather than listing the leaves.",
+        )
+        for leaf, abstract in zip(leaves, answer_leaves):
+            require(
+                not isinstance(abstract, (jax.Array, np.ndarray, int, float, bool)),
+                f"for {case}, a leaf of your answer is still data ({type(abstract).__name__}); an abstract "
+                "value has a shape and a dtype and no values: jax.ShapeDtypeStruct(shape, dtype).",
+            )
+            require(
+                hasattr(abstract, "shape") and hasattr(abstract, "dtype"),
+                f"for {case}, each leaf should be a jax.ShapeDtypeStruct (with .shape and .dtype), got "
+                f"{type(abstract).__name__} {abstract!r}.",
+            )
+            require(
+                tuple(abstract.shape) == np.shape(leaf),
+                f"for {case}, a leaf of shape {np.shape(leaf)} got shape {tuple(abstract.shape)}.",
+            )
+            require(
+                np.dtype(abstract.dtype) == _expected_dtype(leaf),
+                f"for {case}, the leaf {leaf!r} should have dtype {_expected_dtype(leaf)}, not {abstract.dtype}: "
+                "JAX computes Python floats in float32 and Python ints in int32 (NumPy's float64 and int64 "
+                "are not what jit would trace). Use jnp.result_type(leaf) or jnp.asarray(leaf).dtype.",
+            )
+        try:  # what abstract values are for: compiling without data
+            jax.jit(lambda t: jax.tree.map(lambda v: v * 2, t)).lower(answer)
+        except TypeError as error:
+            raise CheckFailed(f"for {case}, jit could not lower a function for your answer: {error}") from None

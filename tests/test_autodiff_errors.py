@@ -1,0 +1,123 @@
+"""The errors shown in the autodiff chapter, pinned, and the claims its prose makes about them."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax.test_util import check_grads
+
+from jaxcourse.pln import custom_gradient, init_variational, profiled, simulate
+
+
+@pytest.fixture(scope="module")
+def problem_and_start():
+    data = simulate(12, 3, key=jax.random.key(0)).data
+    return profiled.prepare(data), init_variational(data)
+
+
+def evaluate_forward(problem, variational):
+    evaluation = profiled.evaluate(problem, variational)
+    return evaluation.elbo, evaluation.grad
+
+
+def test_grad_of_a_non_scalar_output():
+    """Cell 'jax.grad(jnp.sin)(jnp.arange(3.0))'."""
+    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions. Output had shape: \(3,\)"):
+        jax.grad(jnp.sin)(jnp.arange(3.0))
+
+
+def test_grad_with_respect_to_an_integer():
+    """Cell 'jax.grad(cubic)(3)'."""
+    with pytest.raises(TypeError, match="grad requires real- or complex-valued inputs .* but got int32"):
+        jax.grad(lambda x: x**3 - 2.0 * x)(3)
+
+
+def test_custom_vjp_backward_without_the_data_cotangent(problem_and_start):
+    """Cell 'jax.jit(jax.grad(elbo_missing_cotangent, argnums=1))': one cotangent per argument."""
+    problem, start = problem_and_start
+
+    @jax.custom_vjp
+    def elbo_missing_cotangent(problem, variational):
+        return profiled.evaluate(problem, variational).elbo
+
+    elbo_missing_cotangent.defvjp(evaluate_forward, lambda grad, ct: (jax.tree.map(lambda g: ct * g, grad),))
+    with pytest.raises(TypeError, match="Custom VJP bwd rule must produce an output with the same container"):
+        jax.jit(jax.grad(elbo_missing_cotangent, argnums=1))(problem, start)
+
+
+def test_nondiff_argnums_with_an_array_fails_under_jit_only(problem_and_start):
+    """Cells of `elbo_nondiff_data`: eager works, jit raises UnexpectedTracerError."""
+    problem, start = problem_and_start
+
+    @partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def elbo_nondiff_data(problem, variational):
+        return profiled.evaluate(problem, variational).elbo
+
+    elbo_nondiff_data.defvjp(evaluate_forward, lambda problem, grad, ct: (jax.tree.map(lambda g: ct * g, grad),))
+    eager = jax.grad(elbo_nondiff_data, argnums=1)(problem, start)
+    expected = jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1)(problem, start)
+    assert custom_gradient.relative_error(eager, expected) <= 1e-6
+    with pytest.raises(jax.errors.UnexpectedTracerError, match="Tracers cannot be passed as non-differentiable arguments"):
+        jax.jit(jax.grad(elbo_nondiff_data, argnums=1))(problem, start)
+
+
+def test_custom_vjp_has_no_forward_mode(problem_and_start):
+    """Cell 'jax.jvp(lambda v: custom_gradient.profiled_elbo_custom_vjp(...))'."""
+    problem, start = problem_and_start
+    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function"):
+        jax.jvp(lambda v: custom_gradient.profiled_elbo_custom_vjp(problem, v), (start,), (start,))
+
+
+def test_check_grads_catches_a_wrong_backward_rule():
+    """Cell 'check_grads(softplus_wrong_rule, ...)': sigmoid(-x) instead of sigmoid(x)."""
+
+    @jax.custom_vjp
+    def softplus_wrong_rule(x):
+        return jnp.logaddexp(x, 0.0)
+
+    softplus_wrong_rule.defvjp(lambda x: (softplus_wrong_rule(x), x), lambda x, ct: (ct * jax.nn.sigmoid(-x),))
+    with pytest.raises(AssertionError, match="VJP cotangent projection"):
+        check_grads(softplus_wrong_rule, (1.5,), order=1, modes=("rev",))
+
+
+def test_grad_of_a_complex_output():
+    """Cell 'jax.grad(lambda z: z**2)(z0)'."""
+    with pytest.raises(TypeError, match="grad requires real-valued outputs .* For holomorphic differentiation, pass holomorphic=True"):
+        jax.grad(lambda z: z**2)(1.0 + 2.0j)
+
+
+def test_where_gradient_is_nan_and_double_where_fixes_it():
+    """Section sec-autodiff-where-nan: NaN at 0 with one where, 0 with the double where."""
+    assert np.isnan(jax.grad(lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0))(0.0))
+
+    def safe(x):
+        positive = x > 0
+        return jnp.where(positive, jnp.sqrt(jnp.where(positive, x, 1.0)), 0.0)
+
+    assert jax.grad(safe)(0.0) == 0.0
+    assert jax.grad(safe)(4.0) == pytest.approx(0.25)
+
+
+def test_softplus_where_has_a_nan_gradient_that_custom_jvp_removes():
+    """Section sec-autodiff-custom-jvp: the where form's gradient at 100 is NaN; the rule's is 1."""
+
+    def softplus_where(x):
+        return jnp.where(x > 30.0, x, jnp.log1p(jnp.exp(x)))
+
+    assert float(softplus_where(100.0)) == 100.0
+    assert np.isnan(jax.grad(softplus_where)(100.0))
+
+    softplus = jax.custom_jvp(softplus_where)
+    softplus.defjvp(lambda primals, tangents: (softplus(primals[0]), jax.nn.sigmoid(primals[0]) * tangents[0]))
+    assert float(jax.jit(jax.grad(softplus))(100.0)) == 1.0
+
+
+def test_complex_gradient_is_the_conjugate_of_pytorchs():
+    """Section sec-autodiff-complex: JAX gives d/dx - i d/dy, PyTorch d/dx + i d/dy."""
+    torch = pytest.importorskip("torch")
+    z = torch.tensor(1.0 + 2.0j, dtype=torch.complex64, requires_grad=True)
+    (z.abs() ** 2).backward()
+    assert complex(jax.grad(lambda z: jnp.abs(z) ** 2)(1.0 + 2.0j)) == pytest.approx(2.0 - 4.0j)
+    assert complex(z.grad) == pytest.approx(2.0 + 4.0j)

@@ -1,0 +1,232 @@
+"""Checkers of the chapter 'Automatic differentiation': the reference solutions pass, typical
+mistakes fail with the hint that names them."""
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from jaxcourse.exercises.autodiff import check_clipped_grads, check_exprel, check_hvp, check_loss_and_grad
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("checker", [check_loss_and_grad, check_hvp, check_exprel, check_clipped_grads])
+def test_stub_is_not_yet(checker):
+    verdict = checker(stub)
+    assert not verdict
+    assert "no answer yet" in verdict.message
+
+
+def assert_fails_with(checker, answer, hint):
+    verdict = checker(answer)
+    assert not verdict, f"{answer} passed"
+    assert hint in verdict.message, verdict.message
+
+
+# Exercise 1 ------------------------------------------------------------------------------------
+
+
+def mean_squared_error(predict, params, x, y):
+    predictions = predict(params, x)
+    return jnp.mean((predictions - y) ** 2), predictions
+
+
+def reference_loss_and_grad(predict, params, x, y):
+    return jax.value_and_grad(mean_squared_error, argnums=1, has_aux=True)(predict, params, x, y)
+
+
+def test_loss_and_grad_reference_passes():
+    assert check_loss_and_grad(reference_loss_and_grad)
+
+
+def without_aux(predict, params, x, y):
+    """value_and_grad of the loss alone, then the predictions computed a second time."""
+    loss, grads = jax.value_and_grad(lambda p: mean_squared_error(predict, p, x, y)[0])(params)
+    return (loss, predict(params, x)), grads
+
+
+def summed(predict, params, x, y):
+    def loss(params):
+        predictions = predict(params, x)
+        return jnp.sum((predictions - y) ** 2), predictions
+
+    return jax.value_and_grad(loss, has_aux=True)(params)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda predict, p, x, y: jax.value_and_grad(mean_squared_error, argnums=1)(predict, p, x, y), "scalar-output"),
+        (without_aux, "predict ran 2 times"),
+        (lambda predict, p, x, y: jax.value_and_grad(mean_squared_error, argnums=2, has_aux=True)(predict, p, x, y), "with respect to params, not x"),
+        (lambda predict, p, x, y: jax.grad(mean_squared_error, argnums=1, has_aux=True)(predict, p, x, y), "the pair (loss, predictions)"),
+        (summed, "the exercise asks for their mean"),
+    ],
+    ids=["no-has-aux", "predict-twice", "grad-wrt-x", "grad-not-value-and-grad", "sum-not-mean"],
+)
+def test_loss_and_grad_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_loss_and_grad, wrong, hint)
+
+
+# Exercise 2 ------------------------------------------------------------------------------------
+
+
+def test_hvp_forward_over_reverse_passes():
+    assert check_hvp(lambda f, x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+
+
+def test_hvp_reverse_over_reverse_also_passes():
+    assert check_hvp(lambda f, x, v: jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda f, x, v: jax.hessian(f)(x) @ v, "the Hessian"),
+        (lambda f, x, v: jax.jacfwd(jax.grad(f))(x) @ v, "the Hessian"),
+        (lambda f, x, v: jax.grad(f)(x) * v, "you returned grad(f)(x) * v"),
+        (lambda f, x, v: jax.jvp(jax.grad(f), (x,), (v,)), "the product is the tangent"),
+        (lambda f, x, v: jax.jvp(f, (x,), (v,))[1], "should be one array of shape (5,)"),
+    ],
+    ids=["hessian", "jacfwd-of-grad", "grad-times-v", "whole-jvp-pair", "first-derivative-only"],
+)
+def test_hvp_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_hvp, wrong, hint)
+
+
+# Exercise 3 ------------------------------------------------------------------------------------
+
+
+def plain_exprel(x):
+    safe = jnp.where(x == 0.0, 1.0, x)
+    return jnp.where(x == 0.0, 1.0, jnp.expm1(safe) / safe)
+
+
+@jax.custom_jvp
+def reference_exprel(x):
+    return plain_exprel(x)
+
+
+@reference_exprel.defjvp
+def _reference_exprel_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents
+    value = reference_exprel(x)
+    small = jnp.abs(x) < 1e-3
+    safe = jnp.where(small, 1.0, x)
+    derivative = jnp.where(small, 0.5 + x / 3.0, (jnp.exp(x) - value) / safe)
+    return value, derivative * x_dot
+
+
+def test_exprel_reference_passes():
+    assert check_exprel(reference_exprel)
+
+
+def custom_exprel(derivative_rule):
+    """A custom_jvp exprel whose derivative is `derivative_rule(x, value, x_dot)`."""
+
+    @jax.custom_jvp
+    def exprel(x):
+        return plain_exprel(x)
+
+    @exprel.defjvp
+    def _jvp(primals, tangents):
+        (x,), (x_dot,) = primals, tangents
+        value = exprel(x)
+        return value, derivative_rule(x, value, x_dot)
+
+    return exprel
+
+
+def no_series(x, value, x_dot):
+    safe = jnp.where(x == 0.0, 1.0, x)
+    return jnp.where(x == 0.0, 0.5, (jnp.exp(x) - value) / safe) * x_dot
+
+
+def forgets_tangent(x, value, x_dot):
+    small = jnp.abs(x) < 1e-3
+    return jnp.where(small, 0.5 + x / 3.0, (jnp.exp(x) - value) / jnp.where(small, 1.0, x))
+
+
+def series_without_custom_jvp(x):
+    small = jnp.abs(x) < 1e-3
+    safe = jnp.where(small, 1.0, x)
+    return jnp.where(small, 1.0 + x / 2.0 + x * x / 6.0, jnp.expm1(safe) / safe)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (lambda x: jnp.expm1(x) / x, "0 / 0"),
+        (lambda x: jnp.where(x == 0.0, 1.0, jnp.expm1(x) / x), "the where trap"),
+        (plain_exprel, "the derivative at 0 is 1/2"),
+        (custom_exprel(no_series), "use the series 1/2 + x/3"),
+        (custom_exprel(forgets_tangent), "not the derivative alone"),
+        (series_without_custom_jvp, "decorate exprel with @jax.custom_jvp"),
+    ],
+    ids=["naive", "single-where", "double-where", "no-series", "forgets-tangent", "no-custom-jvp"],
+)
+def test_exprel_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_exprel, wrong, hint)
+
+
+# Exercise 4 ------------------------------------------------------------------------------------
+
+
+def per_example(loss, params, xs, ys):
+    return jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+
+
+def global_norms(grads):
+    return jnp.sqrt(sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1) for g in jax.tree.leaves(grads)))
+
+
+def scale_examples(grads, scale):
+    return jax.tree.map(lambda g: g * scale.reshape(-1, *([1] * (g.ndim - 1))), grads)
+
+
+def reference_clipped_grads(loss, params, xs, ys, max_norm):
+    grads = per_example(loss, params, xs, ys)
+    return scale_examples(grads, jnp.minimum(1.0, max_norm / global_norms(grads)))
+
+
+def test_clipped_grads_reference_passes():
+    assert check_clipped_grads(reference_clipped_grads)
+
+
+def clip_the_mean(loss, params, xs, ys, max_norm):
+    grads = jax.tree.map(lambda g: g.mean(axis=0), per_example(loss, params, xs, ys))
+    norm = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
+    return jax.tree.map(lambda g: g * jnp.minimum(1.0, max_norm / norm), grads)
+
+
+def divide_by_norm(loss, params, xs, ys, max_norm):
+    grads = per_example(loss, params, xs, ys)
+    norms = global_norms(grads)
+    return scale_examples(grads, jnp.minimum(norms, max_norm) / norms)
+
+
+def clip_each_leaf(loss, params, xs, ys, max_norm):
+    grads = per_example(loss, params, xs, ys)
+    return {k: scale_examples({k: g}, jnp.minimum(1.0, max_norm / global_norms({k: g})))[k] for k, g in grads.items()}
+
+
+def normalise_all(loss, params, xs, ys, max_norm):
+    grads = per_example(loss, params, xs, ys)
+    return scale_examples(grads, max_norm / jnp.maximum(global_norms(grads), 1e-30))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (clip_the_mean, "one gradient per example"),
+        (lambda loss, params, xs, ys, max_norm: per_example(loss, params, xs, ys), "right but not clipped"),
+        (divide_by_norm, "came out NaN"),
+        (clip_each_leaf, "clipped each leaf"),
+        (normalise_all, "only those above it"),
+    ],
+    ids=["mean-first", "not-clipped", "zero-norm-nan", "per-leaf", "normalise-all"],
+)
+def test_clipped_grads_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_clipped_grads, wrong, hint)

@@ -1,0 +1,113 @@
+"""The glossary's links all resolve, it defines the course's core vocabulary, and its exercise
+checker accepts the reference solution and rejects typical wrong answers."""
+
+import re
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcourse.exercises.glossary import check_abstract_tree
+from tools import qmd, quarto_check
+from tools.crossref import all_targets, number_book
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "chapters" / "glossary.qmd"
+
+REQUIRED_TERMS = [
+    "Tracer", "jaxpr", "HLO", "StableHLO", "XLA", "Weak type", "Static argument", "Pytree", "Leaf",
+    "Aux data", "Treedef", "Key", "`fold_in`", "Mesh", "Sharding", "PartitionSpec", "Collective",
+    "Donation", "Fusion", "Compilation cache", "Abstract value", "Batching axis",
+    "`custom_jvp`, `custom_vjp`", "JVP, VJP",
+]
+
+
+def listed_anchors() -> set[str]:
+    """Every cross-reference target defined in a page that _quarto.yml lists."""
+    return set(all_targets(number_book(ROOT)))
+
+
+def glossary_entries() -> dict[str, str]:
+    """{term: its definition} from the glossary's definition list."""
+    prose, _ = qmd.split_blocks(GLOSSARY.read_text())
+    entries = re.findall(r"^(\S[^\n]*)\n:   (.*?)(?=\n\n|\Z)", prose, re.MULTILINE | re.DOTALL)
+    return {term.strip(): definition for term, definition in entries}
+
+
+def test_every_crossreference_in_the_glossary_has_an_anchor_in_a_listed_chapter():
+    keys = [key for key, _ in quarto_check._at_keys(GLOSSARY.read_text())]
+    crossrefs = [key for key in keys if key.split("-", 1)[0] in quarto_check.CROSSREF_PREFIXES]
+    assert len(crossrefs) >= 30
+    assert sorted(set(crossrefs) - listed_anchors()) == []
+
+
+def test_every_qmd_link_in_the_glossary_points_to_a_listed_page():
+    prose, _ = qmd.split_blocks(GLOSSARY.read_text())
+    links = qmd.QMD_LINK.findall(qmd.INLINE_CODE.sub(" ", prose))
+    listed = {Path(page).as_posix() for page in qmd.listed_pages(ROOT)}
+    for link in links:
+        target = (GLOSSARY.parent / link).resolve()
+        assert target.is_file(), f"{link} does not exist"
+        assert target.relative_to(ROOT).as_posix() in listed, f"{link} is not in _quarto.yml"
+
+
+def test_the_glossary_defines_the_core_terms_each_with_a_link():
+    entries = glossary_entries()
+    assert [term for term in REQUIRED_TERMS if term not in entries] == []
+    unlinked = [term for term, text in entries.items() if "@sec-" not in text and ".qmd)" not in text]
+    assert unlinked == []
+    assert list(entries) == sorted(entries, key=lambda term: term.strip("`").lower())
+
+
+def test_the_glossary_is_listed_after_the_workshop():
+    appendices = qmd.load_config(ROOT)["book"]["appendices"]
+    assert appendices.index("chapters/glossary.qmd") > appendices.index("workshop.qmd")
+
+
+# The exercise ------------------------------------------------------------------------------------
+
+
+def abstract_tree(tree):
+    return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)), tree)
+
+
+def assert_not_yet(verdict, fragment):
+    assert not verdict
+    assert fragment in verdict.message, verdict.message
+
+
+def test_abstract_tree_reference_and_eval_shape_pass():
+    assert check_abstract_tree(abstract_tree)
+    assert check_abstract_tree(lambda tree: jax.eval_shape(lambda t: t, tree))
+
+
+def test_abstract_tree_stub_is_not_yet():
+    def stub(tree):
+        raise NotImplementedError
+
+    assert_not_yet(check_abstract_tree(stub), "no answer yet")
+
+
+def test_abstract_tree_list_of_leaves_loses_the_structure():
+    def as_list(tree):
+        return [jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in jax.tree.leaves(tree)]
+
+    assert_not_yet(check_abstract_tree(as_list), "keep the tree's structure")
+
+
+def test_abstract_tree_shapes_only_fail():
+    assert_not_yet(check_abstract_tree(lambda tree: jax.tree.map(jnp.shape, tree)), "treedef")
+
+
+def test_abstract_tree_numpy_dtypes_fail():
+    """NumPy gives a Python float float64; JAX traces it as float32."""
+
+    def numpy_dtypes(tree):
+        return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), np.asarray(leaf).dtype), tree)
+
+    assert_not_yet(check_abstract_tree(numpy_dtypes), "Python floats in float32")
+
+
+def test_abstract_tree_returning_the_data_fails():
+    assert_not_yet(check_abstract_tree(lambda tree: tree), "still data")

@@ -1,0 +1,263 @@
+"""The PLN levels chapter's exercise checkers accept the reference solutions and reject typical mistakes."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import optax
+import pytest
+
+from jaxcourse import pln
+from jaxcourse.exercises import pln_levels as exercises
+from jaxcourse.pln import FitResult, init_variational, level1
+
+
+@jax.tree_util.register_pytree_node_class
+class GoodContainer:
+    def __init__(self, latent_mean, latent_sqrt_var, name):
+        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
+
+    def tree_flatten(self):
+        return (self.latent_mean, self.latent_sqrt_var), self.name
+
+    @classmethod
+    def tree_unflatten(cls, name, children):
+        return cls(*children, name)
+
+
+@jax.tree_util.register_pytree_node_class
+class DropsName(GoodContainer):
+    @classmethod
+    def tree_unflatten(cls, name, children):
+        obj = object.__new__(cls)
+        obj.latent_mean, obj.latent_sqrt_var = children
+        return obj
+
+
+@jax.tree_util.register_pytree_node_class
+class ArraysInAux(GoodContainer):
+    def tree_flatten(self):
+        return (), (self.latent_mean, self.latent_sqrt_var, self.name)
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*aux)
+
+
+class Plain:
+    def __init__(self, latent_mean, latent_sqrt_var, name):
+        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
+
+
+def test_pytree_container_solution_passes():
+    assert exercises.check_pytree_container(GoodContainer), "reference fails"
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [(DropsName, "lost the field 'name'"), (ArraysInAux, "only small hashable values"), (Plain, "single opaque leaf")],
+)
+def test_pytree_container_mistakes_fail(wrong, hint):
+    verdict = exercises.check_pytree_container(wrong)
+    assert not verdict and hint in verdict.message
+
+
+def scan_solution(step, state, n_iter):
+    return jax.lax.scan(lambda carry, _: step(carry), state, length=n_iter)
+
+
+def python_loop(step, state, n_iter):
+    values = []
+    for _ in range(n_iter):
+        state, value = step(state)
+        values.append(value)
+    return state, jnp.stack(values)
+
+
+def test_scan_solution_passes():
+    assert exercises.check_scan_loop(scan_solution)
+
+
+def test_python_loop_fails_with_unrolling_hint():
+    verdict = exercises.check_scan_loop(python_loop)
+    assert not verdict and "unrolled" in verdict.message
+
+
+def test_scan_dropping_values_fails():
+    def final_only(step, state, n_iter):
+        state, _ = jax.lax.scan(lambda carry, _: step(carry), state, length=n_iter)
+        return state, jnp.zeros(())
+
+    verdict = exercises.check_scan_loop(final_only)
+    assert not verdict and "stacked values" in verdict.message
+
+
+@jax.tree_util.register_pytree_node_class
+class HardCodedName(GoodContainer):
+    @classmethod
+    def tree_unflatten(cls, name, children):
+        return cls(*children, "oaks")
+
+
+@jax.tree_util.register_pytree_node_class
+class ListAux(GoodContainer):
+    def tree_flatten(self):
+        return (self.latent_mean, self.latent_sqrt_var), [self.name]
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(*children, aux[0])
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [(HardCodedName, "instead of writing one value in"), (ListAux, "cannot be hashed")],
+)
+def test_pytree_container_second_name_and_hashing(wrong, hint):
+    verdict = exercises.check_pytree_container(wrong)
+    assert not verdict and hint in verdict.message
+
+
+def test_scan_with_a_fixed_length_fails_on_a_second_n_iter():
+    def fixed(step, state, n_iter):
+        return jax.lax.scan(lambda carry, _: step(carry), state, length=25)
+
+    verdict = exercises.check_scan_loop(fixed)
+    assert not verdict and "n_iter=1" in verdict.message
+
+
+def test_scan_returning_values_only_fails_with_the_expected_structure():
+    def values_only(step, state, n_iter):
+        return jax.lax.scan(lambda carry, _: step(carry), state, length=n_iter)[1]
+
+    verdict = exercises.check_scan_loop(values_only)
+    assert not verdict and "pair (final_state, stacked_values)" in verdict.message
+
+
+# Exercise 3: one optimizer per learning rate ------------------------------------------------------
+
+
+@functools.cache
+def adam_with(learning_rate):
+    return optax.adam(learning_rate)
+
+
+def test_fit_with_learning_rate_reference_passes():
+    verdict = exercises.check_fit_with_learning_rate(
+        lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=adam_with(rate))
+    )
+    assert verdict, verdict.message
+
+
+def test_fit_with_a_fresh_optimizer_each_call_fails():
+    verdict = exercises.check_fit_with_learning_rate(
+        lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=optax.adam(rate))
+    )
+    assert not verdict and "new optax.adam object" in verdict.message
+
+
+def test_fit_ignoring_the_learning_rate_fails():
+    verdict = exercises.check_fit_with_learning_rate(lambda data, n_iter, rate: pln.level2.fit(data, n_iter))
+    assert not verdict and "learning rate is ignored" in verdict.message
+
+
+def test_fit_caching_whole_results_fails():
+    """A cache keyed on the data's shape and the rate returns stale fits for new data."""
+    results = {}
+
+    def cached(data, n_iter, rate):
+        key = (data.counts.shape, n_iter, rate)
+        if key not in results:
+            results[key] = pln.level2.fit(data, n_iter, optimizer=adam_with(rate))
+        return results[key]
+
+    verdict = exercises.check_fit_with_learning_rate(cached)
+    assert not verdict and "cache the optimizer, not the fit" in verdict.message
+
+
+def test_fit_returning_the_trace_only_fails_with_the_expected_structure():
+    verdict = exercises.check_fit_with_learning_rate(
+        lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=adam_with(rate)).elbo_trace
+    )
+    assert not verdict and "must return a pln.FitResult" in verdict.message
+
+
+# Exercise 4: level 2 from level 1's pieces ---------------------------------------------------------
+
+
+def level2_body(data, optimizer, record_after=False, sign=1.0):
+    """The scan body built from level 1's pieces (optionally with a typical mistake)."""
+
+    def body(carry, _):
+        variational, params, opt_state = carry
+        loss, grads = level1.loss_and_grad(variational, params, data)
+        variational, opt_state = level1.optimizer_step(variational, grads, opt_state, optimizer)
+        params = level1.closed_form_step(data, variational)
+        if record_after:
+            loss = level1.loss_and_grad(variational, params, data)[0]
+        return (variational, params, opt_state), -sign * loss
+
+    return body
+
+
+def scan_fit(data, n_iter, optimizer, **mistake):
+    variational = init_variational(data)
+    carry = (variational, level1.closed_form_step(data, variational), optimizer.init(variational))
+    (variational, params, _), trace = jax.lax.scan(level2_body(data, optimizer, **mistake), carry, length=n_iter)
+    return FitResult.of_all_steps(trace, variational, params)
+
+
+DEFAULT = exercises.default_optimizer()
+
+
+@functools.partial(jax.jit, static_argnames=("n_iter", "optimizer"))
+def level2_fit(data, n_iter, *, optimizer=DEFAULT):
+    return scan_fit(data, n_iter, optimizer)
+
+
+def test_level2_from_pieces_reference_passes():
+    verdict = exercises.check_level2_from_pieces(level2_fit)
+    assert verdict, verdict.message
+
+
+def test_level2_from_pieces_without_jit_fails():
+    verdict = exercises.check_level2_from_pieces(lambda data, n_iter, *, optimizer=DEFAULT: scan_fit(data, n_iter, optimizer))
+    assert not verdict and "not jitted" in verdict.message
+
+
+@functools.partial(jax.jit, static_argnames=("n_iter", "optimizer"))
+def python_loop_fit(data, n_iter, *, optimizer=DEFAULT):
+    variational = init_variational(data)
+    carry = (variational, level1.closed_form_step(data, variational), optimizer.init(variational))
+    body, trace = level2_body(data, optimizer), []
+    for _ in range(n_iter):
+        carry, elbo = body(carry, None)
+        trace.append(elbo)
+    return FitResult.of_all_steps(jnp.stack(trace), carry[0], carry[1])
+
+
+def test_level2_from_pieces_python_loop_under_jit_fails():
+    verdict = exercises.check_level2_from_pieces(python_loop_fit)
+    assert not verdict and "unrolled" in verdict.message
+
+
+@pytest.mark.parametrize(
+    ("mistake", "hint"),
+    [({"record_after": True}, "one iteration late"), ({"sign": -1.0}, "minus the ELBO")],
+)
+def test_level2_from_pieces_wrong_trace_gets_its_hint(mistake, hint):
+    @functools.partial(jax.jit, static_argnames=("n_iter", "optimizer"))
+    def wrong(data, n_iter, *, optimizer=DEFAULT):
+        return scan_fit(data, n_iter, optimizer, **mistake)
+
+    verdict = exercises.check_level2_from_pieces(wrong)
+    assert not verdict and hint in verdict.message
+
+
+def test_level2_from_pieces_ignoring_the_optimizer_fails():
+    @functools.partial(jax.jit, static_argnames=("n_iter", "optimizer"))
+    def fixed(data, n_iter, *, optimizer=DEFAULT):
+        return scan_fit(data, n_iter, DEFAULT)
+
+    verdict = exercises.check_level2_from_pieces(fixed)
+    assert not verdict and "use the optimizer argument" in verdict.message

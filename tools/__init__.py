@@ -1,0 +1,12 @@
+"""Build-only tooling of the course: run from the repository root, never installed for learners.
+
+Modules:
+    book            the book's configuration (`_quarto.yml`): pages in order, the repository, the site
+    qmd             parsing Quarto pages without Quarto (front matter, code fences, cell options)
+    crossref        Quarto's numbering of chapters, sections, figures, tables and equations
+    bibliography    `resources/references.bib` as author-year citations and reference lists
+    quarto_markdown Quarto Markdown to the plain Markdown that Jupyter and Colab render
+    colab           the Open-in-Colab badge and the setup cell of every notebook
+    notebooks       generate `notebooks/` from the chapters (python -m tools.notebooks [--check])
+    quarto_check    static checks of the Quarto project (python -m tools.quarto_check)
+"""

@@ -1,0 +1,224 @@
+"""Generate `notebooks/*.ipynb` from `chapters/*.qmd`, and check that the committed ones are current.
+
+Usage, from the repository root: `python -m tools.notebooks [--check] [--root DIR]`.
+
+Two notebooks come from each chapter: `notebooks/<chapter>.ipynb`, the whole chapter with the
+exercise solutions (the solution notebook), and `notebooks/student/<chapter>.ipynb`, the same
+without the solution callouts, so the exercise stubs and their checkers are what is left.
+
+The .qmd files are parsed with jupytext's R Markdown reader, which understands ```{python}
+chunks without the Quarto CLI; `tools.quarto_markdown` turns Quarto's Markdown into what Jupyter
+and Colab render. Each notebook gets a title with Quarto's chapter number, an Open-in-Colab badge
+and the setup cell of `tools.colab`. Code cells lose their `#|` options: `error: true` becomes the
+`raises-exception` tag (nbmake then expects the error), `echo: false` a collapsed cell (Jupyter's
+`source_hidden`, Colab's form view), a figure's or table's caption a Markdown line beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import jupytext
+import nbformat
+
+from tools import colab
+from tools.bibliography import reference_list
+from tools.book import Book, load_book
+from tools.crossref import number_page
+from tools.qmd import cell_options, option_value, split_front_matter, title_and_attributes
+from tools.quarto_markdown import ChapterConverter
+
+STUDENT_DIR = "student"
+INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.MULTILINE)
+SHORTCODE = re.compile(r"\{\{<\s*(\S+).*?>\}\}")
+
+
+def expand_includes(text: str, folder: Path) -> str:
+    """Inlines `{{< include file >}}` (paths relative to the page); other shortcodes are an error."""
+    text = INCLUDE.sub(lambda m: expand_includes((folder / m.group(1)).read_text(), folder), text)
+    other = SHORTCODE.search(text)
+    if other:
+        raise ValueError(f"shortcode {other.group(0)!r} has no notebook equivalent")
+    return text
+
+
+def _is_true(options: dict[str, str], key: str) -> bool:
+    return option_value(options, key).lower() == "true"
+
+
+def _is_false(options: dict[str, str], key: str) -> bool:
+    return option_value(options, key).lower() == "false"
+
+
+def code_cells(source: str, converter: ChapterConverter) -> list:
+    """One code chunk as notebook cells: the code without its `#|` options, and its caption."""
+    lines = source.split("\n")
+    options = cell_options(lines)
+    code = "\n".join(lines[len(options):]).strip("\n")
+    if _is_false(options, "eval"):  # shown, never run
+        return [nbformat.v4.new_markdown_cell(f"```python\n{code}\n```")]
+    cell = nbformat.v4.new_code_cell(code)
+    if _is_true(options, "error"):
+        cell.metadata["tags"] = ["raises-exception"]
+    hidden = _is_false(options, "echo") or _is_false(options, "include")
+    if hidden:  # Colab's form view shows the title line instead of the code
+        title = option_value(options, "label").replace("-", " ").capitalize() or "Hidden code"
+        cell.source = f"# @title {title}\n{code}"
+        cell.metadata["cellView"] = "form"
+        cell.metadata["jupyter"] = {"source_hidden": True}
+    if _is_false(options, "include") or _is_false(options, "output"):
+        cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
+    label = option_value(options, "label")
+    for kind, after in (("fig", True), ("tbl", False)):
+        caption = option_value(options, f"{kind}-cap")
+        if caption:
+            words = converter.inline(caption)
+            if label.startswith(f"{kind}-"):
+                target = converter.book.targets.get(label) or converter.page.targets[label]
+                words = f"{target.text}: {words}"
+            note = nbformat.v4.new_markdown_cell(f"*{words}*")
+            return [cell, note] if after else [note, cell]
+    return [cell]
+
+
+def _title(front_matter: str, page_prefix: str | None) -> str:
+    front, _ = split_front_matter(front_matter + "\n")
+    title, _ = title_and_attributes(str((front or {}).get("title", "Untitled")))
+    if page_prefix is None:
+        return title
+    return f"{page_prefix} {title}" if page_prefix.isdigit() else f"Appendix {page_prefix} \u2014 {title}"
+
+
+def chapter_to_notebook(
+    text: str,
+    notebook_name: str,
+    *,
+    student: bool = False,
+    book: Book | None = None,
+    page: str | None = None,
+) -> nbformat.NotebookNode:
+    """Converts the text of one .qmd chapter to a notebook without outputs.
+
+    `notebook_name` is the path below `notebooks/` (it sets the Colab badge); `student=True`
+    leaves out the exercise solutions. `book` (the repository's by default) numbers the
+    cross-references; `page` is the chapter's path in the book (by default
+    `chapters/<notebook stem>.qmd`).
+    """
+    book = book or load_book()
+    page = page or f"chapters/{Path(notebook_name).stem}.qmd"
+    numbered = book.pages.get(page) or number_page(page, text, None)
+    converter = ChapterConverter(book, numbered, student=student)
+    cells = list(jupytext.reads(text, fmt="Rmd").cells)
+    title = "Untitled"
+    if cells and cells[0].cell_type == "raw" and cells[0].source.startswith("---"):
+        title = _title(cells.pop(0).source, numbered.prefix)
+    if student:
+        title += " (exercises)"
+    new_cells = [
+        nbformat.v4.new_markdown_cell(f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}"),
+        nbformat.v4.new_code_cell(colab.setup_source(book.repository)),
+    ]
+    for cell in cells:
+        if cell.cell_type == "code":
+            if converter.keeps_code():
+                new_cells.extend(code_cells(cell.source, converter))
+            continue
+        source = converter.markdown(cell.source)
+        if source:
+            new_cells.append(nbformat.v4.new_markdown_cell(source))
+    if converter.cited:
+        cited = [book.references[key] for key in converter.cited]
+        new_cells.append(nbformat.v4.new_markdown_cell(reference_list(cited)))
+    expect = "not yet" if student else "passed"
+    new_cells.append(nbformat.v4.new_markdown_cell("## Your exercises at a glance"))
+    new_cells.append(
+        nbformat.v4.new_code_cell(
+            f"from jaxcourse.checks import exercise_summary\n\nexercise_summary(expect={expect!r})"
+        )
+    )
+    for index, cell in enumerate(new_cells):
+        cell.id = f"cell-{index}"
+    notebook = nbformat.v4.new_notebook(cells=new_cells)
+    notebook.metadata = {
+        "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+        "language_info": {"name": "python"},
+        "colab": {"provenance": []},
+    }
+    return notebook
+
+
+def chapter_paths(root: Path) -> list[Path]:
+    """Every chapter that becomes a notebook (files starting with '_' are partials)."""
+    return sorted(p for p in (root / "chapters").glob("*.qmd") if not p.name.startswith("_"))
+
+
+def _expected(root: Path) -> dict[Path, str]:
+    """Every notebook the chapters generate, by path, with its exact text."""
+    book = load_book(root)
+    expected = {}
+    for chapter in chapter_paths(root):
+        name = chapter.stem + ".ipynb"
+        text = expand_includes(chapter.read_text(), chapter.parent)
+        page = chapter.relative_to(root).as_posix()
+        for student, relative in ((False, name), (True, f"{STUDENT_DIR}/{name}")):
+            notebook = chapter_to_notebook(text, relative, student=student, book=book, page=page)
+            expected[root / "notebooks" / relative] = nbformat.writes(notebook) + "\n"
+    return expected
+
+
+def _existing(root: Path) -> list[Path]:
+    folder = root / "notebooks"
+    return sorted(folder.glob("*.ipynb")) + sorted((folder / STUDENT_DIR).glob("*.ipynb"))
+
+
+def stale_notebooks(root: Path) -> list[str]:
+    """Notebooks (relative to `notebooks/`) that are missing, out of date, or have no chapter."""
+    expected = _expected(root)
+    stale = [path for path, text in expected.items() if not path.exists() or path.read_text() != text]
+    orphans = [path for path in _existing(root) if path not in expected]
+    return sorted(str(path.relative_to(root / "notebooks")) for path in stale + orphans)
+
+
+def write_all(root: Path) -> list[Path]:
+    """Regenerates every notebook and removes those whose chapter is gone."""
+    expected = _expected(root)
+    for path, text in expected.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    for orphan in _existing(root):
+        if orphan not in expected:
+            orphan.unlink()
+    return list(expected)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale notebooks")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except ValueError as error:  # a chapter or _quarto.yml the generator cannot convert
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.check:
+        stale = stale_notebooks(args.root)
+        if stale:
+            print("Out of date (run python -m tools.notebooks):", ", ".join(stale))
+            return 1
+        count = len(chapter_paths(args.root))
+        print(f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync.")
+        return 0
+    for path in write_all(args.root):
+        print("wrote", path.relative_to(args.root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
