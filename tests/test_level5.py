@@ -210,10 +210,10 @@ def test_newton_momentum_converges_fastest_on_oaks(oaks, oaks_fits):
     assert bool(jnp.all(momentum.variational.latent_sqrt_var > 0))
 
 
-def test_fit_from_returns_the_documented_shapes(key):
+def test_fit_from_a_given_start_returns_the_documented_shapes(key):
     """FitResult shapes: (n_iter,) trace, (n, p) M and S, (d, p) B, (p, p) Sigma, scalar n_steps."""
     data = simulate(12, 4, key=key, n_covariates=2).data
-    result = level5.fit_from(data, init_variational(data), 7, optimizer=optax.adam(0.01), tol=0.0)
+    result = level5.fit(data, 7, optimizer=optax.adam(0.01), tol=0.0, start=init_variational(data))
     assert result.elbo_trace.shape == (7,)
     assert result.variational.latent_mean.shape == (12, 4)
     assert result.params.coef.shape == (2, 4)

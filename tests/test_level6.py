@@ -69,7 +69,7 @@ def test_vmapped_restarts_equal_separate_fits(key):
         many = level6.fit_many(data, 80, keys=keys, tol=1e-9)
         starts = level6.random_starts(data, keys)
         for i in range(3):
-            one = level5.fit_from(data, jax.tree.map(lambda a: a[i], starts), 80, tol=1e-9)
+            one = level5.fit(data, 80, tol=1e-9, start=jax.tree.map(lambda a: a[i], starts))
             assert int(many.n_steps[i]) == int(one.n_steps)
             np.testing.assert_allclose(np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11)
             np.testing.assert_allclose(

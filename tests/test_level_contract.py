@@ -19,7 +19,7 @@ LEVEL_OPTIONS = {
     2: set(),
     3: {"container"},
     4: set(),
-    5: {"tol", "monitor_every", "blas_threads"},
+    5: {"tol", "monitor_every", "blas_threads", "start"},
     6: {"tol", "monitor_every", "blas_threads", "mesh"},
 }
 """The options each level adds to the common signature; each must be explained in its docstring."""
@@ -98,3 +98,12 @@ def test_early_stop_takes_fewer_steps_than_n_iter(small):
 def test_level_options_are_checked(level, option, value, error, small):
     with pytest.raises(error):
         LEVELS[level].fit(small, 3, **{option: value})
+
+
+def test_level5_start_is_checked(small):
+    from jaxcourse.pln import Variational
+
+    with pytest.raises(TypeError, match="start must be a Variational"):
+        level5.fit(small, 3, start=(small.counts, small.counts))
+    with pytest.raises(ValueError, match="start.latent_mean must have the counts' shape"):
+        level5.fit(small, 3, start=Variational(small.counts[:3], small.counts))

@@ -57,31 +57,20 @@ def check_level_options(tol, monitor_every, blas_threads) -> None:
     check_thread_limit(blas_threads)
 
 
+def check_start(data: PLNData, start) -> None:
+    """Raises unless `start` is a `Variational` whose M and S have the shape of the counts."""
+    if not isinstance(start, Variational):
+        raise TypeError(f"start must be a Variational (M, S), got {type(start).__name__}.")
+    for name, array in zip(start._fields, start):
+        if jnp.shape(array) != data.counts.shape:
+            raise ValueError(f"start.{name} must have the counts' shape {data.counts.shape}, got {jnp.shape(array)}.")
+
+
 def run_with_blas_threads(blas_threads: int | None, compiled, *args, **kwargs):
     """Calls `compiled(*args, **kwargs)` and waits for its result, with at most `blas_threads`
     BLAS/LAPACK threads (None: as the process is)."""
     with limit_blas_threads(blas_threads):
         return jax.block_until_ready(compiled(*args, **kwargs))
-
-
-def fit_from(
-    data: PLNData,
-    variational: Variational,
-    n_iter: int,
-    *,
-    optimizer: optax.GradientTransformation = RPROP,
-    tol: float = DEFAULT_TOL,
-    monitor_every: int = 1,
-    blas_threads: int | None = BLAS_THREADS,
-) -> FitResult:
-    """`fit`, starting from the given `(n, p)` M and S instead of `init_variational(data)`."""
-    check_fit_arguments(data, n_iter)
-    check_level_options(tol, monitor_every, blas_threads)
-    tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
-    return run_with_blas_threads(
-        blas_threads, fit_compiled, prepare(data), variational, tol,
-        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every),
-    )
 
 
 def fit(
@@ -92,12 +81,14 @@ def fit(
     tol: float = DEFAULT_TOL,
     monitor_every: int = 1,
     blas_threads: int | None = BLAS_THREADS,
+    start: Variational | None = None,
 ) -> FitResult:
     """Fits the PLN model by at most `n_iter` steps on the profiled ELBO.
 
     Where level 5 differs from levels 0-4: it stops early once the ELBO stops changing
     (`tol`), so `n_steps` can be below `n_iter`; it can compute the ELBO's value only every
-    `monitor_every` iterations; and it waits for its result (to hold its BLAS thread limit).
+    `monitor_every` iterations; it can start from a given point (`start`); and it waits for its
+    result (to hold its BLAS thread limit).
 
     Args:
         data: the data (`make_data`, `load_oaks`).
@@ -111,6 +102,7 @@ def fit(
             `TOL_WINDOW`; static): 1 for a complete trace; see `convergence.run_loop`.
         blas_threads: the most BLAS/LAPACK threads during the fit (`BLAS_THREADS`), or None
             to leave the process as it is.
+        start: the `(n, p)` M and S to start from; `init_variational(data)` by default.
 
     Returns:
         A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, before step k (NaN
@@ -119,7 +111,11 @@ def fit(
         B and Sigma.
     """
     check_fit_arguments(data, n_iter)  # before init_variational reads data
-    return fit_from(
-        data, init_variational(data), n_iter,
-        optimizer=optimizer, tol=tol, monitor_every=monitor_every, blas_threads=blas_threads,
+    check_level_options(tol, monitor_every, blas_threads)
+    start = init_variational(data) if start is None else start
+    check_start(data, start)
+    tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
+    return run_with_blas_threads(
+        blas_threads, fit_compiled, prepare(data), start, tol,
+        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every),
     )
