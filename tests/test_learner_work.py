@@ -1,10 +1,11 @@
 """A learner's work survives the course's commands, and the learner's set-up check passes with it.
 
 A copy of the repository's working tree, committed to a fresh git repository (its own notebooks and
-scripts; this repository's `.venv` and `src/` linked), plays the learner's clone. The learner saves an answer in `my-work/` and another in
-`notebooks/student/`, then runs the commands the workshop guide gives: `scripts/check-setup.sh` and
-`scripts/course.sh` (one chapter, set-up skipped). Both pass and both answers are still there,
-while the developers' sync check still reports the saved notebook.
+scripts; this repository's `.venv` and `src/` linked), plays the learner's clone. The learner saves
+an answer in `my-work/` and another in `notebooks/student/`, then runs the commands the workshop
+guide gives: `scripts/check-setup.sh` and `scripts/course.sh` (one chapter, set-up skipped). Both
+pass and both answers are still there, while the developers' sync check still reports the saved
+notebook.
 """
 
 import os

@@ -98,6 +98,10 @@ def doms(site, browser):
     return {page.html_path: BeautifulSoup(browser(out / page.html_path, "--dump-dom"), "html.parser") for page in built}
 
 
+def embedded_png(src: str | None) -> bool:
+    return bool(src) and src.startswith("data:image/png;base64,")
+
+
 def visible_markdown(dom: BeautifulSoup) -> str:
     return "\n".join(cell.get_text("\n") for cell in dom.select(".jp-MarkdownCell"))
 
@@ -118,10 +122,10 @@ def test_figures_are_embedded_images(site, doms):
     for page in chapters:
         outputs = [o for c in nbformat.read(page.notebook, as_version=4).cells for o in c.get("outputs", [])]
         expected = sum("image/png" in o.get("data", {}) for o in outputs)
-        images = [img["src"] for img in doms[page.html_path].find_all("img") if img.get("src", "").startswith("data:image/png")]
+        images = [img["src"] for img in doms[page.html_path].find_all("img", src=embedded_png)]
         assert len(images) == expected, f"{page.path}: {len(images)} embedded images, {expected} figures"
         assert all(len(src) > 1000 for src in images), f"{page.path}: an empty image"
-    assert any(doms[page.html_path].find("img", src=lambda s: s and s.startswith("data:image/png")) for page in chapters)
+    assert any(doms[page.html_path].find("img", src=embedded_png) for page in chapters), "no figure at all"
 
 
 def test_no_raw_quarto_syntax(site, doms):

@@ -28,7 +28,16 @@ from nbconvert import HTMLExporter
 from tools import colab
 from tools.book import Book, load_book
 from tools.notebooks import chapter_paths, chapter_to_notebook, expand_includes
-from tools.qmd import CODE_FENCE, HEADING, cell_options, heading_id, load_config, option_value, split_blocks
+from tools.qmd import (
+    CODE_FENCE,
+    HEADING,
+    cell_options,
+    heading_id,
+    is_python_cell,
+    load_config,
+    option_value,
+    split_blocks,
+)
 
 TEMPLATE = Path(__file__).with_name("site.html.j2")
 SUMMARY_HEADING = "## Your exercises at a glance"
@@ -129,7 +138,7 @@ def float_ids(text: str) -> dict[str, str]:
     ids = {}
     for info, body, _ in blocks:
         label = option_value(cell_options(body), "label")
-        if info.startswith("{python") and label.split("-", 1)[0] in ("fig", "tbl"):
+        if is_python_cell(info) and label.split("-", 1)[0] in ("fig", "tbl"):
             ids[_without_options("\n".join(body))] = label
     return ids
 
@@ -216,7 +225,8 @@ def _link(page: SitePage, target: SitePage, rel: str, label: str) -> str:
 def navigation(page: SitePage, built: list[SitePage], book_title: str) -> str:
     """The bar at the top and bottom of a page: the book (index), previous and next page."""
     position = built.index(page)
-    links = [f'<a rel="index" href="{html.escape(relative_link(page.html_path, "index.html"))}">{html.escape(book_title)}</a>']
+    home = html.escape(relative_link(page.html_path, "index.html"))
+    links = [f'<a rel="index" href="{home}">{html.escape(book_title)}</a>']
     if position > 0:
         links.append(_link(page, built[position - 1], "prev", "\u2190 "))
     if position + 1 < len(built):

@@ -205,7 +205,7 @@ def check_momentum_update(momentum_update):
         answer = jax.jit(momentum_update) if how == "under jit" else momentum_update
         got = call_answer(answer, grad, curvature, velocity, 0.9, what=f"momentum_update ({how})")
         require(
-            not isinstance(got, (tuple, list)),
+            not isinstance(got, (tuple, list, dict, str)),
             f"return one array, the new velocity, shaped like grad; got a {type(got).__name__}.",
         )
         got = np.asarray(got, dtype=np.float64)
@@ -259,7 +259,8 @@ def _column_sums_values(column_sums, x, under_jit: bool) -> np.ndarray:
         "for any number of rows, and on this jax blocks do not help."
     )
     product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
-    hints = tuple(
+    numpy = (jax.errors.TracerArrayConversionError, "", "under jit x is a tracer, which NumPy cannot read: sum with jnp, not np.")
+    hints = (numpy,) + tuple(
         (error_class, fragment, hint)
         for error_class in (TypeError, ValueError)
         for fragment, hint in (("reshape", blocks), ("dot_general", product), ("matmul", product),

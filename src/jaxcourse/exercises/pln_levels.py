@@ -52,10 +52,8 @@ def check_pytree_container(container_cls) -> None:
     leaves are the two arrays, whose `name` is hashable static data restored for every name,
     and which a jitted function takes twice with new arrays without tracing again."""
     require(isinstance(container_cls, type), "pass the class itself: check_pytree_container(VariationalState).")
-    state = call_answer(
-        lambda: container_cls(latent_mean=jnp.zeros((2, 3)), latent_sqrt_var=jnp.ones((2, 3)), name="oaks"),
-        what="VariationalState(latent_mean=..., latent_sqrt_var=..., name=...)",
-    )
+    build = functools.partial(container_cls, latent_mean=jnp.zeros((2, 3)), latent_sqrt_var=jnp.ones((2, 3)), name="oaks")
+    state = call_answer(build, what="VariationalState(latent_mean=..., latent_sqrt_var=..., name=...)")
     leaves = require_registered_pytree(
         state,
         "JAX sees your class as a single opaque leaf: register it, e.g. with "

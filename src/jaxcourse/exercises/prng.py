@@ -23,7 +23,7 @@ def _is_typed_key(value) -> bool:
 
 def _jaxpr_of(fn: Callable, key: jax.Array, what: str):
     """The jaxpr of `fn(key)`; a function JAX cannot trace gets a hint, not a crash."""
-    return call_answer(jax.make_jaxpr(fn), key, what=f"{what} (traced by jax.make_jaxpr)")
+    return _call(jax.make_jaxpr(fn), key, what=f"{what} (traced by jax.make_jaxpr)")
 
 
 def require_key_discipline(fn: Callable, key: jax.Array, what: str) -> None:
@@ -50,18 +50,26 @@ def require_key_discipline(fn: Callable, key: jax.Array, what: str) -> None:
     )
 
 
-def _key_reuse_hint(error: Exception) -> str:
-    first_line = str(error).splitlines()[0]
-    if "scan body" in first_line:
-        return (
-            "the scan body draws from a key it closes over, so every step reuses that one key "
-            f"(KeyReuseError: {first_line[:60]}...). Feed the step keys jax.random.split(key, n_steps) "
-            "to scan as its xs, and draw each step from its own key."
-        )
-    return (
-        f"a key was used twice (KeyReuseError: {first_line}). Split first, draw with one of the new "
-        "keys, and pass on a key that nothing has used yet."
-    )
+KEY_REUSE_HINTS = (
+    (
+        jax.errors.KeyReuseError,
+        "scan body",
+        "the scan body draws from a key it closes over, so every step reuses that one key. Feed the "
+        "step keys jax.random.split(key, n_steps) to scan as its xs, and draw each step from its own key.",
+    ),
+    (
+        jax.errors.KeyReuseError,
+        "",
+        "a key was used twice (the key-reuse checker caught it). Split first, draw with one of the "
+        "new keys, and pass on a key that nothing has used yet.",
+    ),
+)
+"""What `call_answer` says when `jax.debug_key_reuse(True)` catches a key used twice."""
+
+
+def _call(fn: Callable, *args, what: str):
+    """Calls the learner's `fn(*args)` through `call_answer`, with the key-reuse hints."""
+    return call_answer(fn, *args, what=what, hints=KEY_REUSE_HINTS)
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -101,7 +109,7 @@ def _thread_key(next_normal: Callable, seed: int) -> list[float]:
     key = jax.random.key(seed)
     draws = []
     for call in range(1, N_CALLS + 1):
-        key, x = _checked_pair(call_answer(next_normal, key, what="next_normal"), call)
+        key, x = _checked_pair(_call(next_normal, key, what="next_normal"), call)
         draws.append(x)
     return draws
 
@@ -132,7 +140,7 @@ def _require_standard_normal(draws: np.ndarray, how: str) -> None:
 def _many_draws(next_normal: Callable) -> np.ndarray:
     """N_DRAWS values of x, one per key, from `next_normal` under jit and vmap."""
     keys = jax.random.split(jax.random.key(123), N_DRAWS)
-    draws = call_answer(jax.jit(jax.vmap(lambda key: next_normal(key)[1])), keys, what="next_normal under jit and vmap")
+    draws = _call(jax.jit(jax.vmap(lambda key: next_normal(key)[1])), keys, what="next_normal under jit and vmap")
     return np.asarray(draws, np.float64)
 
 
@@ -145,15 +153,12 @@ def check_next_normal(next_normal: Callable) -> None:
     must come out under `jit`, and many draws must look standard normal.
     """
     require(callable(next_normal), "pass the function itself: check_next_normal(next_normal).")
-    _checked_pair(call_answer(next_normal, jax.random.key(0), what="next_normal"), call=1)
+    _checked_pair(_call(next_normal, jax.random.key(0), what="next_normal"), call=1)
     require_key_discipline(next_normal, jax.random.key(0), "next_normal")
-    try:
-        with jax.debug_key_reuse(True):
-            draws = _thread_key(next_normal, seed=0)
-            again = _thread_key(next_normal, seed=0)
-            other = _thread_key(next_normal, seed=1)
-    except jax.errors.KeyReuseError as error:
-        require(False, _key_reuse_hint(error))
+    with jax.debug_key_reuse(True):
+        draws = _thread_key(next_normal, seed=0)
+        again = _thread_key(next_normal, seed=0)
+        other = _thread_key(next_normal, seed=1)
     require(
         len(set(draws)) == len(draws),
         f"{N_CALLS} calls that thread the key gave repeated values {np.round(draws, 4).tolist()}: "
@@ -161,8 +166,8 @@ def check_next_normal(next_normal: Callable) -> None:
     )
     require(draws == again, "the same starting key gave different draws: draw only from the key you are given.")
     require(draws != other, "different starting keys gave the same draws: the draw must come from the key argument.")
-    eager_key, eager_x = call_answer(next_normal, jax.random.key(5), what="next_normal")
-    jitted_key, jitted_x = call_answer(jax.jit(next_normal), jax.random.key(5), what="next_normal under jax.jit")
+    eager_key, eager_x = _call(next_normal, jax.random.key(5), what="next_normal")
+    jitted_key, jitted_x = _call(jax.jit(next_normal), jax.random.key(5), what="next_normal under jax.jit")
     require(
         close(jitted_x, eager_x) and close(jax.random.key_data(jitted_key), jax.random.key_data(eager_key)),
         "under jax.jit next_normal gives other numbers than eagerly: draw only from the key argument.",
@@ -191,7 +196,7 @@ def _one_block_chunk_means(key: jax.Array, n_chunks: int, chunk_size: int) -> np
 
 
 def _chunk_means_array(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> np.ndarray:
-    means = call_answer(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
+    means = _call(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
     require(
         not isinstance(means, (tuple, list)),
         f"chunk_means must return one array of shape ({n_chunks},), not a {type(means).__name__}.",
@@ -238,11 +243,8 @@ def check_chunk_means(chunk_means: Callable) -> None:
         "every chunk got the same numbers: give each chunk its own key from "
         "jax.random.split(key, n_chunks) and vmap over those keys (in_axes=0), not over one shared key.",
     )
-    try:
-        with jax.debug_key_reuse(True):
-            again = _chunk_means_array(chunk_means, jax.random.key(2024), n_chunks, chunk_size)
-    except jax.errors.KeyReuseError as error:
-        require(False, _key_reuse_hint(error))
+    with jax.debug_key_reuse(True):
+        again = _chunk_means_array(chunk_means, jax.random.key(2024), n_chunks, chunk_size)
     require(
         np.array_equal(means, again),
         "two calls with the same key gave different results: every random draw must come from the key "
@@ -272,7 +274,7 @@ def check_chunk_means(chunk_means: Callable) -> None:
             "keys = jax.random.split(key, n_chunks), and return jnp.mean(jnp.exp(z)) for it.",
         )
     _require_vmap_over_keys(chunk_means, key, n_chunks, chunk_size)
-    jitted = call_answer(jax.jit(chunk_means, static_argnums=(1, 2)), key, n_chunks, chunk_size, what="chunk_means under jax.jit")
+    jitted = _call(jax.jit(chunk_means, static_argnums=(1, 2)), key, n_chunks, chunk_size, what="chunk_means under jax.jit")
     require(close(jitted, means), "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.")
 
 
@@ -298,7 +300,7 @@ def _carried_key_walk(key: jax.Array, n_steps: int) -> np.ndarray:
 
 
 def _walk_positions(random_walk: Callable, key: jax.Array, n_steps: int) -> np.ndarray:
-    result = call_answer(random_walk, key, n_steps, what="random_walk")
+    result = _call(random_walk, key, n_steps, what="random_walk")
     require(
         not (isinstance(result, tuple) and len(result) == 2),
         "random_walk returned a pair, probably scan's (final carry, positions): return only the "
@@ -347,11 +349,8 @@ def check_random_walk(random_walk: Callable) -> None:
     require(callable(random_walk), "pass the function itself: check_random_walk(random_walk).")
     key, n_steps = jax.random.key(11), WALK_LENGTHS[0]
     positions = _walk_positions(random_walk, key, n_steps)
-    try:
-        with jax.debug_key_reuse(True):
-            again = _walk_positions(random_walk, jax.random.key(11), n_steps)
-    except jax.errors.KeyReuseError as error:
-        require(False, _key_reuse_hint(error))
+    with jax.debug_key_reuse(True):
+        again = _walk_positions(random_walk, jax.random.key(11), n_steps)
     require(np.array_equal(positions, again), "two calls with the same key gave different walks: draw only from the key.")
     jaxpr = _jaxpr_of(lambda k: random_walk(k, n_steps), key, "random_walk")
     require("scan" in primitive_names(jaxpr), "write the loop with jax.lax.scan (its jaxpr has no scan): the keys are its xs.")
@@ -364,10 +363,10 @@ def check_random_walk(random_walk: Callable) -> None:
     require_key_discipline(lambda k: random_walk(k, n_steps), key, "random_walk")
     for length in WALK_LENGTHS:
         _require_reference_stream(_walk_positions(random_walk, key, length), key, length)
-    jitted = call_answer(jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit")
+    jitted = _call(jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit")
     require(close(jitted, positions, rtol=1e-4, atol=1e-4), "under jax.jit (n_steps static) the walk differs from the eager one.")
     walker_keys = jax.random.split(jax.random.key(3), 4)
-    walks = np.asarray(call_answer(jax.vmap(random_walk, in_axes=(0, None)), walker_keys, n_steps, what="random_walk under jax.vmap over keys"))
+    walks = np.asarray(_call(jax.vmap(random_walk, in_axes=(0, None)), walker_keys, n_steps, what="random_walk under jax.vmap over keys"))
     require(
         all(close(walks[i], _reference_walk(walker_keys[i], n_steps), rtol=1e-4, atol=1e-4) for i in range(4)),
         "under jax.vmap over 4 keys the walks differ from one call per key: draw only from the key argument.",

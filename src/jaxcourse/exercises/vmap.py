@@ -79,6 +79,12 @@ def _require_vmap(answer, args: tuple, levels: int, hint: str, what: str) -> Non
     require(depth is None or depth >= levels, hint)
 
 
+def _require_values(result, expected: np.ndarray, what: str, expected_words: str, wrong_values_hint: str) -> None:
+    """One array of the expected shape first (a hint naming what came instead), then its values."""
+    result = require_array(result, expected.shape, what=what, expected=expected_words)
+    require(close(result, expected, rtol=1e-4, atol=1e-5), wrong_values_hint)
+
+
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
@@ -109,11 +115,8 @@ def check_predict_all(predict_all) -> None:
                 "the values are right but transposed: the batch axis of the result should come first "
                 "(out_axes=0, the default).",
             )
-            result = require_array(
-                result, expected.shape, what=f"predict_all{how}", expected=f"{n_examples} examples x 4 outputs"
-            )
-            require(
-                close(result, expected, rtol=1e-4, atol=1e-5),
+            _require_values(
+                result, expected, f"predict_all{how}", f"{n_examples} examples x 4 outputs",
                 f"the shape is right but the values are not (batch of {n_examples} examples{how}): each "
                 "example should meet the whole weight matrix and the whole bias, in_axes=(None, None, 0).",
             )
@@ -219,9 +222,8 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
                 n == m or _shape(result) != (n,),
                 f"a single vmap pairs xs[i] with ys[i]; nest two vmaps to get every pair (shape {(n, m)}).",
             )
-            result = require_array(result, (n, m), what=f"pairwise_sq_dists{how}", expected=f"{n} points of xs x {m} of ys")
-            require(
-                close(result, expected, rtol=1e-4, atol=1e-5),
+            _require_values(
+                result, expected, f"pairwise_sq_dists{how}", f"{n} points of xs x {m} of ys",
                 f"the shape is right but the values are not ({n} x {m} points{how}): is sq_dist applied "
                 "to one point of xs and one point of ys?",
             )
