@@ -264,3 +264,65 @@ def test_first_wrong_size_fixed_tolerance_or_float32_reference_fails(ignores):
 
     answer, hint = {"rtol": (fixed_rtol, "use the rtol argument"), "float64": (float32_reference, "float32's rounding")}[ignores]
     assert_not_yet(exercises.check_first_wrong_size(answer), hint)
+
+
+# Malformed answers: a hint saying what shape of answer was expected, never a crash -----------------
+
+
+class EmptyClass:
+    """A class where a function was asked for."""
+
+
+@pytest.mark.parametrize(
+    "checker,name",
+    [
+        (exercises.check_nan_source, "nan_source"),
+        (exercises.check_normalise_weights, "normalise_weights"),
+        (exercises.check_shift_counts, "shift_counts"),
+        (exercises.check_first_wrong_size, "first_wrong_size"),
+    ],
+)
+@pytest.mark.parametrize("answer", [lambda: 1.0, EmptyClass], ids=["wrong arity", "empty class"])
+def test_an_answer_with_the_wrong_parameters_gets_a_signature_hint(checker, name, answer):
+    assert_not_yet(checker(answer), f"{name} cannot be called with")
+
+
+def test_nan_source_returning_an_array_is_asked_for_a_name():
+    assert_not_yet(
+        exercises.check_nan_source(lambda fn, x: jnp.isnan(x)),
+        "should return the primitive's name as a string (e.g. 'log'), or None",
+    )
+
+
+@pytest.mark.parametrize(
+    "returned,described",
+    [({"w": 1.0}, "a dict of 1 items"), (None, "got None"), (jnp.ones((2, 7)), "an array of shape (2, 7)")],
+    ids=["dict", "None", "wrong shape"],
+)
+def test_normalise_weights_returning_no_weight_vector_gets_a_shape_hint(returned, described):
+    verdict = exercises.check_normalise_weights(lambda w: returned)
+    assert_not_yet(verdict, "should be one array of shape (3,)")
+    assert described in verdict.message
+
+
+def test_normalise_weights_returning_a_string_is_told_to_return_an_array():
+    assert_not_yet(exercises.check_normalise_weights(lambda w: "normalised"), "cannot hold as an array")
+
+
+def test_shift_counts_returning_a_pair_gets_a_shape_hint():
+    assert_not_yet(
+        exercises.check_shift_counts(lambda counts, shift: (counts, shift)), "should be one array of shape (3,)"
+    )
+
+
+@pytest.mark.parametrize(
+    "returned,hint",
+    [
+        (jnp.ones((2, 7, 3)), "not a collection: got an array of shape (2, 7, 3)"),
+        ({"size": 4_096}, "should return one size, an int taken from `sizes`"),
+        ("4096", "should return one size, an int taken from `sizes`"),
+    ],
+    ids=["array", "dict", "string"],
+)
+def test_first_wrong_size_returning_no_size_gets_a_hint(returned, hint):
+    assert_not_yet(exercises.check_first_wrong_size(lambda fn, sizes, rtol=1e-4: returned), hint)

@@ -111,3 +111,24 @@ def test_abstract_tree_numpy_dtypes_fail():
 
 def test_abstract_tree_returning_the_data_fails():
     assert_not_yet(check_abstract_tree(lambda tree: tree), "still data")
+
+
+class EmptyClass:
+    """A class where a function was asked for."""
+
+
+def test_abstract_tree_with_the_wrong_parameters_gets_a_signature_hint():
+    assert_not_yet(check_abstract_tree(lambda: None), "abstract_tree cannot be called with 1 argument(s)")
+    assert_not_yet(check_abstract_tree(EmptyClass), "abstract_tree cannot be called with 1 argument(s)")
+
+
+def test_abstract_tree_returning_none_or_one_array_keeps_no_structure():
+    assert_not_yet(check_abstract_tree(lambda tree: None), "got None")
+    assert_not_yet(check_abstract_tree(lambda tree: jnp.ones((2, 7))), "got an array of shape (2, 7)")
+
+
+def test_abstract_tree_leaves_with_a_bad_shape_get_a_hint():
+    class NotAShape:
+        shape, dtype = 3, "not a dtype"
+
+    assert_not_yet(check_abstract_tree(lambda tree: jax.tree.map(lambda leaf: NotAShape(), tree)), "tuple of ints")

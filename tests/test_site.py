@@ -1,9 +1,10 @@
 """The local book that `scripts/course.sh` builds without Quarto (`tools.site`), opened in a real
 headless browser (Debian's `chromium`, driven with its own `--dump-dom` and `--screenshot`).
 
-The site is built in a temporary folder from `_executed/` when that holds a freshly executed notebook
-of every chapter (after `bash scripts/course.sh`), and otherwise from one fast chapter with figures
-executed here, so that the test suite does not execute every chapter twice. The pages that are not
+The site is built in a temporary folder from `_executed/` when every notebook there is newer than its
+source and the fast chapter below is among them (after `bash scripts/course.sh`), and otherwise from
+that one fast chapter with figures, executed here, so that the test suite never executes every
+chapter. The pages that are not
 notebooks (the welcome page, the workshop appendix) are always there.
 
 Without a browser the tests skip, except on CI (`CI` set), where they fail.
@@ -61,15 +62,11 @@ def browser(tmp_path_factory):
 
 
 def fresh_executed() -> Path | None:
-    """`_executed/` if it has an executed notebook, newer than its source, for every chapter notebook."""
+    """`_executed/` if each notebook there is newer than its source and FAST_CHAPTER is among them."""
     executed = ROOT / "_executed"
-    sources = sorted((ROOT / "notebooks").glob("*.ipynb"))
-    fresh = [executed / s.name for s in sources if (executed / s.name).exists()]
-    if sources and len(fresh) == len(sources) and all(
-        (executed / s.name).stat().st_mtime >= s.stat().st_mtime for s in sources
-    ):
-        return executed
-    return None
+    pairs = [(path, ROOT / "notebooks" / path.name) for path in executed.glob("*.ipynb")]
+    fresh = all(source.exists() and path.stat().st_mtime >= source.stat().st_mtime for path, source in pairs)
+    return executed if fresh and (executed / f"{FAST_CHAPTER}.ipynb").exists() else None
 
 
 def execute_fast_chapter(folder: Path) -> Path:

@@ -27,6 +27,7 @@ from nbconvert import HTMLExporter
 
 from tools import colab
 from tools.book import Book, load_book
+from tools.crossref import Page
 from tools.notebooks import chapter_paths, chapter_to_notebook, expand_includes
 from tools.qmd import (
     CODE_FENCE,
@@ -37,6 +38,7 @@ from tools.qmd import (
     load_config,
     option_value,
     split_blocks,
+    split_front_matter,
 )
 
 TEMPLATE = Path(__file__).with_name("site.html.j2")
@@ -90,13 +92,24 @@ def outline(root: Path) -> list[tuple[str | None, str]]:
     return entries
 
 
+def first_heading(text: str) -> str | None:
+    """The text of a page's first level-1 heading (outside code), attributes removed."""
+    prose, _ = split_blocks(split_front_matter(text)[1])
+    for line in prose.split("\n"):
+        heading = HEADING.match(line)
+        if heading and len(heading.group(1)) == 1:
+            return heading.group(2)
+    return None
+
+
 def site_pages(root: Path, executed: Path, book: Book) -> list[SitePage]:
     """Every page of the book, with the executed notebook of each chapter that has one."""
     chapters = {path.relative_to(root).as_posix() for path in chapter_paths(root)}
     pages = []
     for part, path in outline(root):
         numbered = book.pages[path]
-        title = numbered_title(numbered.title or Path(path).stem, numbered.prefix)
+        plain = numbered.title or first_heading((root / path).read_text()) or Path(path).stem
+        title = numbered_title(plain, numbered.prefix)
         notebook = executed / f"{Path(path).stem}.ipynb"
         if path in chapters:
             pages.append(SitePage(path, part, title, notebook, notebook.exists()))
@@ -161,14 +174,28 @@ def _anchored_references(source: str, book: Book) -> str:
     return source
 
 
-def add_anchors(notebook: nbformat.NotebookNode, text: str, book: Book) -> None:
-    """Gives the notebook's headings, figure cells and references the ids that links point to."""
+def _anchored_captions(source: str, labels: set[str]) -> str:
+    """Caption lines ('*[Table 3.1](...#tbl-x): ...*') preceded by their float's id."""
+    lines = []
+    for line in source.split("\n"):
+        label = next((label for label in labels if line.startswith("*[") and f"#{label})" in line), None)
+        lines.append(f'<div id="{label}"></div>\n\n{line}' if label else line)
+    return "\n".join(lines)
+
+
+def add_anchors(notebook: nbformat.NotebookNode, text: str, page: Page, book: Book) -> None:
+    """Gives the notebook's headings, figures, tables and references the ids that links point to.
+
+    A figure or table made by a code cell gets its id above the cell; one without such a cell (a
+    Markdown table) gets it above its caption.
+    """
     sections, floats = section_ids(text), float_ids(text)
+    captions = {label for label in page.targets if label.split("-", 1)[0] in ("fig", "tbl")} - set(floats.values())
     cells = []
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = "\n".join(_anchored_heading(line, sections) for line in cell.source.split("\n"))
-            cell.source = _anchored_references(cell.source, book)
+            cell.source = _anchored_captions(_anchored_references(cell.source, book), captions)
         elif _without_options(cell.source) in floats:
             cells.append(nbformat.v4.new_markdown_cell(f'<div id="{floats[_without_options(cell.source)]}"></div>'))
         cells.append(cell)
@@ -208,12 +235,13 @@ def page_notebook(root: Path, page: SitePage, book: Book) -> nbformat.NotebookNo
     if page.notebook is not None:
         notebook = nbformat.read(page.notebook, as_version=4)
     else:
-        name = f"{Path(page.path).stem}.ipynb"
-        notebook = chapter_to_notebook(text, name, book=book, page=page.path)
-        badge = colab.badge_markdown(name, book.repository)
-        notebook.cells[0].source = notebook.cells[0].source.replace(badge, "").strip()
+        notebook = chapter_to_notebook(text, f"{Path(page.path).stem}.ipynb", book=book, page=page.path)
+        if first_heading(text) is None:  # the generated title cell, without a Colab badge
+            notebook.cells[0].source = f"# {page.title}"
+        else:  # the page's own heading is its title
+            notebook.cells.pop(0)
     notebook = for_the_site(notebook, book, executed=page.notebook is not None)
-    add_anchors(notebook, text, book)
+    add_anchors(notebook, text, book.pages[page.path], book)
     return notebook
 
 

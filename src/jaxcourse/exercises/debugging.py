@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import operator
 from typing import Callable
 
 import jax
@@ -11,7 +12,17 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-from ..checks import CheckFailed, close, exercise_checker, require
+from ..checks import (
+    CheckFailed,
+    call_answer,
+    call_eager_and_jitted,
+    close,
+    describe,
+    exercise_checker,
+    require,
+    require_accepts,
+    require_array,
+)
 from ..debugging import compare_with_float64
 from ..jit_parity import log_reduction, sample
 
@@ -37,7 +48,7 @@ def _ask_nan_source(nan_source: Callable, fn, x, case: str):
     printed = io.StringIO()
     try:
         with contextlib.redirect_stdout(printed):
-            answer = nan_source(fn, jnp.asarray(x, jnp.float32))
+            answer = call_answer(nan_source, fn, jnp.asarray(x, jnp.float32), what="nan_source")
         left_on = jax.config.jax_debug_nans
     finally:
         jax.config.update("jax_debug_nans", was_on)
@@ -49,13 +60,19 @@ def _ask_nan_source(nan_source: Callable, fn, x, case: str):
         "would be checked, and slowed down. Use the context manager `with jax.debug_nans(True):`, or "
         "switch the flag off again in a `finally:`.",
     )
+    require(
+        answer is None or isinstance(answer, str),
+        f"on {case}, nan_source should return the primitive's name as a string (e.g. 'log'), or None "
+        f"when no NaN appears; got {describe(answer)}. Catch the FloatingPointError that "
+        "`with jax.debug_nans(True):` raises and read its message.",
+    )
     return answer
 
 
 @exercise_checker("Exercise 1 (which operation made the NaN?)")
 def check_nan_source(nan_source: Callable) -> None:
     """Checks `nan_source(fn, x)`: the name of the primitive that made the first NaN, or None."""
-    require(callable(nan_source), "pass the function itself: check_nan_source(nan_source).")
+    require_accepts(nan_source, jnp.sum, jnp.zeros(2), what="nan_source")
     for case, fn, x, expected in _NAN_CASES:
         answer = _ask_nan_source(nan_source, fn, x, case)
         if expected is None:
@@ -67,10 +84,9 @@ def check_nan_source(nan_source: Callable) -> None:
             )
             continue
         require(
-            isinstance(answer, str),
-            f"on {case}, return the primitive's name as a string (here {expected!r}), not "
-            f"{type(answer).__name__} {answer!r}. Catch the FloatingPointError that "
-            "`with jax.debug_nans(True):` raises and read its message.",
+            answer is not None,
+            f"on {case}, fn(x) makes a NaN in {expected!r}, but you returned None: run fn(x) inside "
+            "`with jax.debug_nans(True):` and catch the FloatingPointError.",
         )
         require(
             answer.strip() != "" and len(answer.split()) == 1,
@@ -86,10 +102,22 @@ def check_nan_source(nan_source: Callable) -> None:
 # Exercise 2 ------------------------------------------------------------------------------------
 
 
+_PYTHON_CHECK_HINTS = tuple(
+    (
+        error_class,
+        "",
+        "your function asks Python for the truth value of a traced array (an `if`, `assert` or `raise` "
+        "on w): inside jit there are no values yet. Use checkify.check(condition, message), which "
+        "becomes part of the compiled program.",
+    )
+    for error_class in (jax.errors.TracerBoolConversionError, jax.errors.ConcretizationTypeError)
+)
+
+
 @exercise_checker("Exercise 2 (weights checked inside jit)")
 def check_normalise_weights(normalise_weights: Callable) -> None:
     """Checks `normalise_weights(w)`: w / sum(w), with checkify.check guarding w >= 0 and sum(w) > 0."""
-    require(callable(normalise_weights), "pass the function itself: check_normalise_weights(normalise_weights).")
+    require_accepts(normalise_weights, jnp.ones(3), what="normalise_weights")
     checked = jax.jit(checkify.checkify(normalise_weights))
     cases = {
         "[1, 2, 5]": ([1.0, 2.0, 5.0], True),
@@ -99,23 +127,24 @@ def check_normalise_weights(normalise_weights: Callable) -> None:
     }
     for case, (weights, valid) in cases.items():
         w = jnp.asarray(weights, jnp.float32)
-        try:
-            error, result = checked(w)
-        except (jax.errors.TracerBoolConversionError, jax.errors.ConcretizationTypeError):
-            raise CheckFailed(
-                "your function asks Python for the truth value of a traced array (an `if`, `assert` "
-                "or `raise` on w): inside jit there are no values yet. Use "
-                "checkify.check(condition, message), which becomes part of the compiled program."
-            ) from None
+        error, result = call_answer(
+            checked, w, what="normalise_weights under jax.jit(checkify.checkify(...))", hints=_PYTHON_CHECK_HINTS
+        )
         message = error.get()
         if valid:
+            result = require_array(
+                result, w.shape, what="normalise_weights(w)", expected="w / sum(w), one weight per entry of w"
+            )
             require(
                 message is None,
                 f"on {case} your function reported {message!r}, but these weights are valid: weights "
                 "must be >= 0 (zero is allowed) and their sum > 0.",
             )
             expected = np.asarray(weights) / np.sum(weights)
-            require(close(result, expected), f"on {case}, expected w / sum(w) = {expected.round(4).tolist()}, got {np.asarray(result).round(4).tolist()}.")
+            require(
+                close(result, expected),
+                f"on {case}, expected w / sum(w) = {expected.round(4).tolist()}, got {result.round(4).tolist()}.",
+            )
         else:
             require(
                 message is not None,
@@ -130,7 +159,6 @@ def check_normalise_weights(normalise_weights: Callable) -> None:
 @exercise_checker("Exercise 3 (counts that overflow)")
 def check_shift_counts(shift_counts: Callable) -> None:
     """Checks `shift_counts(counts, shift)`: counts + shift as int32, for small-integer counts."""
-    require(callable(shift_counts), "pass the function itself: check_shift_counts(shift_counts).")
     cases = [
         (np.array([0, 200, 255], np.uint8), 300),
         (np.array([0, 200, 255], np.uint8), -10),
@@ -139,14 +167,13 @@ def check_shift_counts(shift_counts: Callable) -> None:
     ]
     for counts, shift in cases:
         expected = counts.astype(np.int64) + shift
-        for how, fn in (("eagerly", shift_counts), ("under jax.jit", jax.jit(shift_counts))):
-            result = fn(jnp.asarray(counts), shift)
+        results = call_eager_and_jitted(shift_counts, jnp.asarray(counts), shift, what="shift_counts")
+        for how, result in zip(("eagerly", "under jax.jit"), results):
             case = f"{counts.dtype} counts {counts.tolist()} and shift {shift} ({how})"
-            require(
-                np.shape(result) == counts.shape,
-                f"on {case}, expected an array of shape {counts.shape}, got shape {np.shape(result)}.",
+            result = require_array(
+                result, counts.shape, what=f"shift_counts on {case}", expected="counts + shift, one per count"
             )
-            dtype = np.asarray(result).dtype
+            dtype = result.dtype
             require(
                 dtype == np.int32,
                 f"on {case}, the result has dtype {dtype}; counts are integers and the sums need "
@@ -156,12 +183,12 @@ def check_shift_counts(shift_counts: Callable) -> None:
                 wrapped = (counts + np.array(shift).astype(counts.dtype)).astype(np.int32)
                 require(
                     not close(result, wrapped, rtol=0, atol=0),
-                    f"on {case} you got {np.asarray(result).tolist()} instead of {expected.tolist()}: the "
+                    f"on {case} you got {result.tolist()} instead of {expected.tolist()}: the "
                     f"sum was computed in {counts.dtype} and wrapped around, then converted. A Python "
                     "int is weakly typed and takes the array's dtype; cast the counts to int32 before "
                     "adding: counts.astype(jnp.int32) + shift.",
                 )
-                require(False, f"on {case}, expected {expected.tolist()}, got {np.asarray(result).tolist()}.")
+                require(False, f"on {case}, expected {expected.tolist()}, got {result.tolist()}.")
 
 
 # Exercise 4 ------------------------------------------------------------------------------------
@@ -192,17 +219,31 @@ def _expected_first_wrong(fn, sizes, rtol) -> int | None:
     return None
 
 
+def _ask_first_wrong_size(first_wrong_size: Callable, fn, sizes: list, *rtol: float) -> int | None:
+    """The learner's answer for `fn`, checked to be one size (an int) or None."""
+    answer = call_answer(first_wrong_size, fn, sizes, *rtol, what="first_wrong_size")
+    require(
+        not isinstance(answer, (list, tuple, np.ndarray, jax.Array)) or np.ndim(answer) == 0,
+        f"return one size (the smallest whose jitted value disagrees), not a collection: got {describe(answer)}.",
+    )
+    if answer is None:
+        return None
+    try:
+        return operator.index(answer)
+    except TypeError:
+        raise CheckFailed(
+            f"first_wrong_size should return one size, an int taken from `sizes` (or None when jit is "
+            f"right at every size); got {describe(answer)}."
+        ) from None
+
+
 @exercise_checker("Exercise 4 (the size where jit goes wrong)")
 def check_first_wrong_size(first_wrong_size: Callable) -> None:
     """Checks `first_wrong_size(fn, sizes, rtol)`: the smallest size whose jitted value is off."""
-    require(callable(first_wrong_size), "pass the function itself: check_first_wrong_size(first_wrong_size).")
     sizes = [100, 1_000, 4_096, 8_192]
+    require_accepts(first_wrong_size, jnp.sum, sizes, 1e-4, what="first_wrong_size")
     wrong_from_3000 = _wrong_under_jit_from(3_000, 1e-2)
-    answer = first_wrong_size(wrong_from_3000, sizes)
-    require(
-        not isinstance(answer, (list, tuple, np.ndarray)),
-        f"return one size (the smallest whose jitted value disagrees), not a collection: got {answer!r}.",
-    )
+    answer = _ask_first_wrong_size(first_wrong_size, wrong_from_3000, sizes)
     require(
         answer != sizes.index(4_096),
         f"you returned {answer!r}, the position in `sizes`; return the size itself, {4_096}.",
@@ -223,26 +264,26 @@ def check_first_wrong_size(first_wrong_size: Callable) -> None:
         f"jax.jit(fn) is 1 % off at 4,096 and 8,192 entries only; the smallest wrong size is 4096, you said {answer!r}.",
     )
     require(
-        first_wrong_size(_wrong_under_jit_from(0, 0.0), sizes) is None,
+        _ask_first_wrong_size(first_wrong_size, _wrong_under_jit_from(0, 0.0), sizes) is None,
         "for a function jit computes right at every size, return None.",
     )
     require(
-        first_wrong_size(_wrong_under_jit_from(0, 1e-6), sizes) is None,
+        _ask_first_wrong_size(first_wrong_size, _wrong_under_jit_from(0, 1e-6), sizes) is None,
         "a jitted sum that differs from float64 by 1e-6 of its value agrees at rtol=1e-4, but your "
         "function flagged it: use a relative tolerance, |jit - float64| <= rtol * |float64|.",
     )
     require(
-        first_wrong_size(wrong_from_3000, sizes, rtol=0.1) is None,
+        _ask_first_wrong_size(first_wrong_size, wrong_from_3000, sizes, 0.1) is None,
         "with rtol=0.1 a 1 % error agrees, but your function flagged it: use the rtol argument.",
     )
     require(
-        first_wrong_size(_expm1_sum, sizes) == 100,
+        _ask_first_wrong_size(first_wrong_size, _expm1_sum, sizes) == 100,
         "on sum(exp(1e-8 x) - 1), float32 rounds every term to 0 under jit and eagerly, while the float64 "
         "value is not 0, so the first size, 100, is already wrong. A float32 reference shares float32's "
         "rounding: compute the reference in float64 (debugging.compare_with_float64 does).",
     )
     expected = _expected_first_wrong(log_reduction, sizes, 1e-4)
     require(
-        first_wrong_size(log_reduction, sizes) == expected,
+        _ask_first_wrong_size(first_wrong_size, log_reduction, sizes) == expected,
         f"on jit_parity.log_reduction, this build's first wrong size is {expected}: your answer differs.",
     )

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, exercise_checker, require
+from ..checks import CheckFailed, call_answer, describe, exercise_checker, require, require_accepts
 
 
 class _Layer(NamedTuple):
@@ -31,18 +31,30 @@ def _expected_dtype(leaf) -> np.dtype:
     return np.dtype(jnp.result_type(leaf))  # Python scalars: JAX's default float32 / int32
 
 
+def _shape_and_dtype(abstract, case: str) -> tuple[tuple, np.dtype]:
+    """The shape (a tuple) and NumPy dtype of an answer's leaf; a hint when they are no such thing."""
+    try:
+        return tuple(abstract.shape), np.dtype(abstract.dtype)
+    except (TypeError, ValueError):
+        raise CheckFailed(
+            f"for {case}, a leaf's .shape should be a tuple of ints and its .dtype a dtype, got "
+            f"{abstract.shape!r} and {abstract.dtype!r}: build it with jax.ShapeDtypeStruct(shape, dtype)."
+        ) from None
+
+
 @exercise_checker("Exercise 1 (the abstract values of a pytree)")
 def check_abstract_tree(abstract_tree: Callable) -> None:
     """Checks `abstract_tree(tree)`: the same tree with a `jax.ShapeDtypeStruct` for every leaf."""
-    require(callable(abstract_tree), "pass the function itself: check_abstract_tree(abstract_tree).")
+    require_accepts(abstract_tree, {"w": jnp.ones(2)}, what="abstract_tree")
     for case, tree in _trees().items():
-        answer = abstract_tree(tree)
+        answer = call_answer(abstract_tree, tree, what="abstract_tree")
         leaves, treedef = jax.tree.flatten(tree)
         answer_leaves, answer_treedef = jax.tree.flatten(answer)
         require(
             answer_treedef == treedef,
             f"for {case}, the answer should keep the tree's structure (its treedef, {treedef}), got "
-            f"{answer_treedef}: replace each leaf with jax.tree.map rather than listing the leaves.",
+            f"{describe(answer)} with treedef {answer_treedef}: replace each leaf with jax.tree.map "
+            "rather than listing the leaves.",
         )
         for leaf, abstract in zip(leaves, answer_leaves):
             require(
@@ -55,17 +67,18 @@ def check_abstract_tree(abstract_tree: Callable) -> None:
                 f"for {case}, each leaf should be a jax.ShapeDtypeStruct (with .shape and .dtype), got "
                 f"{type(abstract).__name__} {abstract!r}.",
             )
+            shape, dtype = _shape_and_dtype(abstract, case)
             require(
-                tuple(abstract.shape) == np.shape(leaf),
-                f"for {case}, a leaf of shape {np.shape(leaf)} got shape {tuple(abstract.shape)}.",
+                shape == np.shape(leaf),
+                f"for {case}, a leaf of shape {np.shape(leaf)} got shape {shape}.",
             )
             require(
-                np.dtype(abstract.dtype) == _expected_dtype(leaf),
+                dtype == _expected_dtype(leaf),
                 f"for {case}, the leaf {leaf!r} should have dtype {_expected_dtype(leaf)}, not {abstract.dtype}: "
                 "JAX computes Python floats in float32 and Python ints in int32 (NumPy's float64 and int64 "
                 "are not what jit would trace). Use jnp.result_type(leaf) or jnp.asarray(leaf).dtype.",
             )
         try:  # what abstract values are for: compiling without data
             jax.jit(lambda t: jax.tree.map(lambda v: v * 2, t)).lower(answer)
-        except TypeError as error:
+        except (TypeError, ValueError) as error:
             raise CheckFailed(f"for {case}, jit could not lower a function for your answer: {error}") from None
