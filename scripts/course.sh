@@ -6,7 +6,7 @@
 # never regenerated or written here.
 #
 #   bash scripts/course.sh              # every chapter
-#   bash scripts/course.sh prng vmap    # only these chapters (the rest of _site/ stays as it was)
+#   bash scripts/course.sh prng vmap    # only these (chapters executed before stay in _site/)
 #
 # JAXCOURSE_SKIP_SETUP=1 skips the set-up step (the tests use it); JAXCOURSE_WITHOUT_QUARTO=1 builds
 # the local book even where Quarto is installed.

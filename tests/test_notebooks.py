@@ -35,6 +35,31 @@ def test_check_mode_reports_a_stale_notebook(tmp_path):
     assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb", "student/demo.ipynb"]
 
 
+def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys):
+    """A notebook that was run and saved (it has outputs) is copied before it is replaced;
+    an untouched generated notebook is simply rewritten."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "_quarto.yml").write_text(
+        "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n  chapters: [chapters/demo.qmd]\n"
+    )
+    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n')
+    notebooks.main(["--root", str(tmp_path)])
+    saved = tmp_path / "notebooks" / "student" / "demo.ipynb"
+    notebook = nbformat.read(saved, as_version=4)
+    answer = next(cell for cell in notebook.cells if cell.cell_type == "code" and cell.source == "x = 1")
+    answer.source, answer.execution_count = "x = 1  # MY ANSWER", 3
+    answer.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "1"}, execution_count=3)]
+    nbformat.write(notebook, saved)
+
+    assert notebooks.main(["--root", str(tmp_path)]) == 0
+    copies = list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))
+    assert len(copies) == 1 and copies[0].parent.name == "student" and "MY ANSWER" in copies[0].read_text()
+    assert "MY ANSWER" not in saved.read_text()
+    assert "kept a copy of your saved work" in capsys.readouterr().out
+    notebooks.main(["--root", str(tmp_path)])  # nothing saved since: no second copy
+    assert len(list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))) == 1
+
+
 CHAPTER = '''---
 title: "A chapter"
 ---

@@ -9,4 +9,6 @@ Modules:
     colab           the Open-in-Colab badge and the setup cell of every notebook
     notebooks       generate `notebooks/` from the chapters (python -m tools.notebooks [--check])
     quarto_check    static checks of the Quarto project (python -m tools.quarto_check)
+    site            the local HTML book in `_site/` when Quarto is missing (python -m tools.site)
+    learner         the learner's copy in `my-work/` and the set-up check (scripts/check-setup.sh)
 """

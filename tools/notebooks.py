@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import argparse
 import re
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import jupytext
@@ -182,16 +184,50 @@ def stale_notebooks(root: Path) -> list[str]:
     return sorted(str(path.relative_to(root / "notebooks")) for path in stale + orphans)
 
 
-def write_all(root: Path) -> list[Path]:
-    """Regenerates every notebook and removes those whose chapter is gone."""
+SAVED_WORK_DIR = "my-work/saved-before-regeneration"
+"""Where `write_all` keeps a notebook holding a learner's work before it replaces it."""
+
+
+def holds_learner_work(path: Path) -> bool:
+    """True when the notebook at `path` was run and saved: it has outputs or execution counts.
+    The generator writes notebooks without either, so these come from a learner's session."""
+    try:
+        notebook = nbformat.read(path, as_version=4)
+    except Exception:  # not a notebook we can read: treat it as someone's work
+        return True
+    return any(
+        cell.get("outputs") or cell.get("execution_count") is not None
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    )
+
+
+def keep_learner_work(root: Path, path: Path, stamp: str) -> Path:
+    """Copies the notebook at `path` under `SAVED_WORK_DIR`, named after it and `stamp`."""
+    relative = path.relative_to(root / "notebooks")
+    copy = root / SAVED_WORK_DIR / f"{relative.with_suffix('')}-{stamp}.ipynb"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(path, copy)
+    return copy
+
+
+def write_all(root: Path) -> tuple[list[Path], list[Path]]:
+    """Regenerates every notebook and removes those whose chapter is gone.
+
+    A notebook about to be replaced or removed that holds a learner's work (it was run and
+    saved) is first copied under `SAVED_WORK_DIR`. Returns (notebooks written, copies kept).
+    """
     expected = _expected(root)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    replaced = [path for path, text in expected.items() if path.exists() and path.read_text() != text]
+    orphans = [path for path in _existing(root) if path not in expected]
+    kept = [keep_learner_work(root, path, stamp) for path in replaced + orphans if holds_learner_work(path)]
     for path, text in expected.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    for orphan in _existing(root):
-        if orphan not in expected:
-            orphan.unlink()
-    return list(expected)
+    for orphan in orphans:
+        orphan.unlink()
+    return list(expected), kept
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -210,13 +246,17 @@ def _run(args: argparse.Namespace) -> int:
     if args.check:
         stale = stale_notebooks(args.root)
         if stale:
-            print("Out of date (run python -m tools.notebooks):", ", ".join(stale))
+            print("Out of date (run python -m tools.notebooks, which first copies any notebook "
+                  f"holding saved work to {SAVED_WORK_DIR}/):", ", ".join(stale))
             return 1
         count = len(chapter_paths(args.root))
         print(f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync.")
         return 0
-    for path in write_all(args.root):
+    written, kept = write_all(args.root)
+    for path in written:
         print("wrote", path.relative_to(args.root))
+    for copy in kept:
+        print("kept a copy of your saved work:", copy.relative_to(args.root))
     return 0
 
 
