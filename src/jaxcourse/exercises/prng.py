@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats
 
-from ..checks import call_answer, close, exercise_checker, require
+from ..checks import call_answer, close, exercise_checker, require, require_array
 from ._jaxpr import equations, primitive_names, uses_of
 
 DRAWS = ("random_bits", "random_split")
@@ -197,17 +197,9 @@ def _one_block_chunk_means(key: jax.Array, n_chunks: int, chunk_size: int) -> np
 
 def _chunk_means_array(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> np.ndarray:
     means = _call(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
-    require(
-        not isinstance(means, (tuple, list)),
-        f"chunk_means must return one array of shape ({n_chunks},), not a {type(means).__name__}.",
+    return require_array(
+        means, (n_chunks,), what=f"chunk_means(key, {n_chunks}, {chunk_size})", expected="one mean per chunk"
     )
-    means = np.asarray(means)
-    require(
-        means.shape == (n_chunks,),
-        f"chunk_means(key, {n_chunks}, {chunk_size}) must return one mean per chunk, shape "
-        f"({n_chunks},); got shape {means.shape}.",
-    )
-    return means
 
 
 def _require_vmap_over_keys(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> None:
@@ -306,13 +298,9 @@ def _walk_positions(random_walk: Callable, key: jax.Array, n_steps: int) -> np.n
         "random_walk returned a pair, probably scan's (final carry, positions): return only the "
         "positions, scan's second output.",
     )
-    positions = np.asarray(result)
-    require(
-        positions.shape == (n_steps,),
-        f"random_walk(key, {n_steps}) must return the {n_steps} positions after each step, shape "
-        f"({n_steps},); got shape {positions.shape}.",
+    return require_array(
+        result, (n_steps,), what=f"random_walk(key, {n_steps})", expected="the position after each step"
     )
-    return positions
 
 
 def _require_reference_stream(positions: np.ndarray, key: jax.Array, n_steps: int) -> None:
