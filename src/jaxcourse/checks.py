@@ -197,15 +197,20 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
         raise _learner_failure(error, what, len(args)) from error
 
 
-def call_eager_and_jitted(answer, *args, what: str = "your function", hints: tuple = ()) -> tuple:
+JITTED = " under jax.jit"
+"""The label `call_eager_and_jitted` gives the jitted run (the eager run's is "")."""
+
+
+def call_eager_and_jitted(answer, *args, what: str = "your function", hints: tuple = ()) -> list[tuple[str, object]]:
     """Calls the learner's `answer(*args)` eagerly and under `jax.jit` (every argument traced),
-    both through `call_answer`; returns the pair (eager result, jitted result)."""
+    both through `call_answer`; returns `[("", eager result), (" under jax.jit", jitted result)]`,
+    each result labelled with the words a hint appends to say which run it was."""
     import jax
 
     require_callable(answer, what)
     eager = call_answer(answer, *args, what=what, hints=hints)
-    jitted = call_answer(jax.jit(answer), *args, what=f"{what} under jax.jit", hints=hints)
-    return eager, jitted
+    jitted = call_answer(jax.jit(answer), *args, what=f"{what}{JITTED}", hints=hints)
+    return [("", eager), (JITTED, jitted)]
 
 
 def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:

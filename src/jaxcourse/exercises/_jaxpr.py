@@ -11,6 +11,16 @@ from typing import Iterator
 import jax
 import jax.extend.core
 
+from ..checks import call_answer, require_accepts
+
+
+def traced_program(answer, *args, what: str, hints: tuple = (), **make_jaxpr_options):
+    """The jaxpr of the learner's `answer(*args)` (`jax.make_jaxpr(answer, **make_jaxpr_options)`),
+    traced through `call_answer`: an answer that cannot be called so, or that JAX cannot trace,
+    gets a hint instead of crashing the checker."""
+    require_accepts(answer, *args, what=what)
+    return call_answer(lambda *a: jax.make_jaxpr(answer, **make_jaxpr_options)(*a), *args, what=what, hints=hints)
+
 
 def inner_jaxprs(eqn) -> list:
     """The jaxprs nested in one equation's parameters (the body of a jit, scan, cond, while...)."""

@@ -15,24 +15,11 @@ from ..checks import (
     exercise_checker,
     require,
     require_array,
-    require_accepts,
 )
-from ._jaxpr import equations, primitive_names
+from ._jaxpr import equations, primitive_names, traced_program
 
 TOL, MAX_ITER = 1e-6, 50
 """The chapter's constants for Exercise 4 (defined in its while_loop section)."""
-
-
-def _jaxpr(fn, *args, what: str):
-    """The jaxpr of the learner's `fn(*args)`; failures to trace become hints (`call_answer`)."""
-    require_accepts(fn, *args, what=what)
-    return call_answer(lambda *a: jax.make_jaxpr(fn)(*a), *args, what=what)
-
-
-def _results(fn, *args, what: str) -> list[tuple[str, object]]:
-    """The learner's results eagerly and under jax.jit, labelled for hints."""
-    eager, jitted = call_eager_and_jitted(fn, *args, what=what)
-    return [("", eager), (" under jax.jit", jitted)]
 
 
 # Exercise 1 ---------------------------------------------------------------------------------
@@ -51,7 +38,7 @@ def check_horner(horner) -> None:
     loop (fori_loop), eagerly and under jit."""
     for coeffs, x in _HORNER_CASES:
         expected = np.polyval(coeffs.astype(np.float64), x.astype(np.float64))
-        for how, actual in _results(horner, jnp.asarray(coeffs), jnp.asarray(x), what="horner"):
+        for how, actual in call_eager_and_jitted(horner, jnp.asarray(coeffs), jnp.asarray(x), what="horner"):
             actual = require_array(actual, x.shape, what=f"horner{how}", expected="one value per entry of x")
             if close(actual, expected, rtol=1e-5, atol=1e-5):
                 continue
@@ -67,7 +54,7 @@ def check_horner(horner) -> None:
                 f"{expected.round(4).tolist()}, got {actual.round(4).tolist()}. Does the loop visit every "
                 "coefficient, from i = 0 to len(coeffs) - 1, computing result * x + coeffs[i]?",
             )
-    names = primitive_names(_jaxpr(horner, *map(jnp.asarray, _HORNER_CASES[1]), what="horner"))
+    names = primitive_names(traced_program(horner, *map(jnp.asarray, _HORNER_CASES[1]), what="horner"))
     require(
         "scan" in names or "while" in names,
         "the values are right, but the jaxpr contains no loop: a Python for loop (or a library call "
@@ -112,7 +99,7 @@ def check_ewma(ewma) -> None:
     cases = [(series, 0.3), (series, 0.8), (series, 1.0), (series, 0.0), (series[:1], 0.5)]
     for xs, alpha in cases:
         expected = _ewma_reference(xs, alpha)
-        for how, actual in _results(ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"):
+        for how, actual in call_eager_and_jitted(ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"):
             require(
                 not (isinstance(actual, (tuple, list)) and len(actual) == 2),
                 "you returned a pair, probably lax.scan's (final carry, ys): return only ys, the "
@@ -125,7 +112,7 @@ def check_ewma(ewma) -> None:
                 close(actual, expected, rtol=1e-4, atol=1e-4),
                 f"for {len(xs)} values and alpha={alpha}{how}: " + _ewma_hint(actual, xs, alpha, expected),
             )
-    names = primitive_names(_jaxpr(ewma, jnp.asarray(series), jnp.float32(0.5), what="ewma"))
+    names = primitive_names(traced_program(ewma, jnp.asarray(series), jnp.float32(0.5), what="ewma"))
     require(
         "scan" in names,
         "the values are right, but the jaxpr contains no scan: the loop was unrolled at trace time "
@@ -152,11 +139,11 @@ _SOFT_RAMP_POINTS = (-2.0, -0.5, 0.0, 0.3, 0.9, 1.0, 2.5, 9.0)
 def check_soft_ramp(soft_ramp) -> None:
     """`soft_ramp(x)` for a scalar x: 0, then x**2 / 2 on [0, 1), then 2 sqrt(x) - 3/2 from 1 on;
     values eagerly and under jit, gradients under jit, and a cond in the jaxpr."""
-    names = primitive_names(_jaxpr(soft_ramp, jnp.float32(0.5), what="soft_ramp"))
+    names = primitive_names(traced_program(soft_ramp, jnp.float32(0.5), what="soft_ramp"))
     slope = jax.jit(jax.grad(soft_ramp))
     for x in _SOFT_RAMP_POINTS:
         expected_value, expected_slope = _soft_ramp_reference(x)
-        for how, actual in _results(soft_ramp, jnp.float32(x), what="soft_ramp"):
+        for how, actual in call_eager_and_jitted(soft_ramp, jnp.float32(x), what="soft_ramp"):
             actual = require_array(actual, (), what=f"soft_ramp({x}){how}", expected="a scalar")
             require(
                 close(actual, expected_value, rtol=1e-5, atol=1e-5),
@@ -243,9 +230,9 @@ def _kepler_pair(result, how: str):
 def check_kepler(solve_kepler) -> None:
     """`solve_kepler(M, e)` returns `(E, n_iter)` with E - e sin E = M, stopping when a Newton step
     is below TOL or after MAX_ITER steps; the exact count is checked, eagerly and under jit."""
-    jaxpr = _jaxpr(solve_kepler, jnp.float32(1.0), jnp.float32(0.5), what="solve_kepler")
+    jaxpr = traced_program(solve_kepler, jnp.float32(1.0), jnp.float32(0.5), what="solve_kepler")
     for mean, ecc, steps in _KEPLER_CASES:
-        for how, result in _results(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
+        for how, result in call_eager_and_jitted(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
             anomaly, n_iter = _kepler_pair(result, how)
             residual = anomaly - ecc * math.sin(anomaly) - mean
             require(
@@ -273,7 +260,7 @@ def check_kepler(solve_kepler) -> None:
         "(jnp.abs(step) > TOL) & (n_iter < MAX_ITER).",
     )
     mean, ecc = _NOT_CONVERGING
-    for how, result in _results(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
+    for how, result in call_eager_and_jitted(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
         _, n_iter = _kepler_pair(result, how)
         require(
             n_iter == MAX_ITER,

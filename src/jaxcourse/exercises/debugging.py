@@ -168,8 +168,8 @@ def check_shift_counts(shift_counts: Callable) -> None:
     for counts, shift in cases:
         expected = counts.astype(np.int64) + shift
         results = call_eager_and_jitted(shift_counts, jnp.asarray(counts), shift, what="shift_counts")
-        for how, result in zip(("eagerly", "under jax.jit"), results):
-            case = f"{counts.dtype} counts {counts.tolist()} and shift {shift} ({how})"
+        for how, result in results:
+            case = f"{counts.dtype} counts {counts.tolist()} and shift {shift} ({how.strip() or 'eagerly'})"
             result = require_array(
                 result, counts.shape, what=f"shift_counts on {case}", expected="counts + shift, one per count"
             )

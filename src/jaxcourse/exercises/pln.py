@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import call_answer, close, exercise_checker, require, require_array
-from ._jaxpr import equations
+from ._jaxpr import equations, traced_program
 
 
 def _spd_matrix(p: int, scale: float, seed: int) -> np.ndarray:
@@ -26,7 +26,7 @@ determinant over- or underflows float32."""
 
 def _forms_determinant(log_det: Callable, matrix: jax.Array) -> bool:
     """True when the program of `log_det` computes a determinant or a product of many numbers."""
-    jaxpr = jax.make_jaxpr(log_det)(matrix)
+    jaxpr = traced_program(log_det, matrix, what="log_det")
     return any(
         eqn.primitive.name == "reduce_prod" or eqn.params.get("name") == "det" for eqn in equations(jaxpr)
     )

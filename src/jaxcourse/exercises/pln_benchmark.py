@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import call_answer, close, exercise_checker, require
-from ._jaxpr import primitive_names
+from ._jaxpr import primitive_names, traced_program
 
 
 @exercise_checker("time to reach a target ELBO")
@@ -102,7 +102,7 @@ def check_latent_mean_gradient(latent_mean_gradient):
         _require_hand_gradient(got, data, variational, "eagerly")
         jitted = call_answer(jax.jit(latent_mean_gradient), data, variational, what="latent_mean_gradient under jax.jit")
         _require_hand_gradient(jitted, data, variational, "under jit")
-    names = primitive_names(call_answer(jax.make_jaxpr(latent_mean_gradient), *_small_problem(), what="latent_mean_gradient"))
+    names = primitive_names(traced_program(latent_mean_gradient, *_small_problem(), what="latent_mean_gradient"))
     require(
         "add_any" not in names,
         "the numbers are right, but your program differentiates (its jaxpr adds up cotangents with "
@@ -306,7 +306,7 @@ def _require_one_loop(column_sums) -> None:
     from ..hlo import intermediate_arrays
 
     rows = COLUMN_SUMS_SHAPES[0]
-    n_operations = len(call_answer(jax.make_jaxpr(column_sums), jnp.zeros(rows, jnp.float32), what="column_sums").jaxpr.eqns)
+    n_operations = len(traced_program(column_sums, jnp.zeros(rows, jnp.float32), what="column_sums").jaxpr.eqns)
     require(
         n_operations < rows[0],
         f"your code adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
@@ -317,7 +317,7 @@ def _require_one_loop(column_sums) -> None:
     written = intermediate_arrays(lambda a, b: column_sums(a * b), *operands, shape=FUSION_SHAPE)
     if not written:
         return
-    primitives = {eq.primitive.name for eq in jax.make_jaxpr(column_sums)(operands[0]).jaxpr.eqns}
+    primitives = {eq.primitive.name for eq in traced_program(column_sums, operands[0], what="column_sums").jaxpr.eqns}
     version = f"jax {jax.__version__}"
     require(
         not {"reshape", "dot_general"} <= primitives,

@@ -13,7 +13,7 @@ import optax
 
 from ..checks import call_answer, close, describe, exercise_checker, require, require_registered_pytree
 from ..tracecount import count_compilations
-from ._jaxpr import primitive_names
+from ._jaxpr import primitive_names, traced_program
 from .pytrees import require_hashable_structure
 
 
@@ -305,7 +305,7 @@ def _require_one_program(fit: Callable, data) -> None:
     """The fit is one compiled loop: a scan whose size does not grow with n_iter."""
     sizes = {}
     for n_iter in (3, 6):
-        jaxpr = call_answer(jax.make_jaxpr(lambda d: fit(d, n_iter, optimizer=SECOND_OPTIMIZER)), data, what="fit")
+        jaxpr = traced_program(lambda d: fit(d, n_iter, optimizer=SECOND_OPTIMIZER), data, what="fit")
         names = primitive_names(jaxpr)
         require(
             "scan" in names or "while" in names,

@@ -11,7 +11,7 @@ import numpy as np
 from scipy import stats
 
 from ..checks import call_answer, close, exercise_checker, require, require_array
-from ._jaxpr import equations, primitive_names, uses_of
+from ._jaxpr import equations, primitive_names, traced_program, uses_of
 
 DRAWS = ("random_bits", "random_split")
 """The primitives that consume a key: a draw, or a split into new keys."""
@@ -23,7 +23,7 @@ def _is_typed_key(value) -> bool:
 
 def _jaxpr_of(fn: Callable, key: jax.Array, what: str):
     """The jaxpr of `fn(key)`; a function JAX cannot trace gets a hint, not a crash."""
-    return _call(jax.make_jaxpr(fn), key, what=f"{what} (traced by jax.make_jaxpr)")
+    return traced_program(fn, key, what=f"{what} (traced by jax.make_jaxpr)", hints=KEY_REUSE_HINTS)
 
 
 def require_key_discipline(fn: Callable, key: jax.Array, what: str) -> None:

@@ -20,11 +20,10 @@ from ..checks import (
     close,
     exercise_checker,
     require,
-    require_accepts,
     require_array,
     require_callable,
 )
-from ._jaxpr import primitive_names
+from ._jaxpr import primitive_names, traced_program
 
 
 def _close(a, b) -> bool:
@@ -47,11 +46,7 @@ _SHARDED_INPUT_HINTS = (
 def _require_per_device_program(answer, args: tuple, hint: str, what: str, static_argnums=()) -> None:
     """Fails with `hint` unless the answer's program maps over devices (pmap and shard_map both
     show as `shard_map` in the jaxpr) and combines the devices' results with a collective."""
-    require_accepts(answer, *args, what=what)
-    jaxpr = call_answer(
-        lambda *a: jax.make_jaxpr(answer, static_argnums=static_argnums)(*a), *args, what=what,
-        hints=_SHARDED_INPUT_HINTS,
-    )
+    jaxpr = traced_program(answer, *args, what=what, hints=_SHARDED_INPUT_HINTS, static_argnums=static_argnums)
     names = primitive_names(jaxpr)
     require("shard_map" in names and any(n.startswith(_COLLECTIVES) for n in names), hint)
 

@@ -15,9 +15,9 @@ from ..checks import (
     close,
     exercise_checker,
     require,
-    require_accepts,
     require_array,
 )
+from ._jaxpr import traced_program
 
 _fresh_sizes = itertools.count(11)
 """Batch sizes used by no earlier check, so that no cached trace hides how an answer batches."""
@@ -66,9 +66,8 @@ def _batching_depths():
 
 def _vmap_depth(answer, *args, what: str) -> int | None:
     """How many nested `vmap`s the answer's program uses (0: none), traced afresh."""
-    require_accepts(answer, *args, what=what)
     with _batching_depths() as depths:
-        call_answer(lambda *a: jax.make_jaxpr(answer)(*a), *args, what=what)
+        traced_program(answer, *args, what=what)
     if depths is None:
         return None
     return max(depths, default=0)
@@ -104,7 +103,7 @@ def check_predict_all(predict_all) -> None:
         if n_examples == 7:
             xs[2] = 0.0  # an all-zero example: its prediction is the bias
         expected = xs.astype(np.float64) @ np.asarray(weights, np.float64).T + np.asarray(bias)
-        for how, result in zip(("", " under jax.jit"), call_eager_and_jitted(predict_all, weights, bias, jnp.asarray(xs))):
+        for how, result in call_eager_and_jitted(predict_all, weights, bias, jnp.asarray(xs)):
             require(
                 _shape(result) != (n_examples,),
                 f"one number per example, shape {(n_examples,)}: vmap paired example i with row i of the "
@@ -212,7 +211,7 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
         ys[0] = xs[0]  # a distance of exactly 0
         expected = ((xs[:, None, :].astype(np.float64) - ys[None, :, :]) ** 2).sum(axis=-1)
         results = call_eager_and_jitted(pairwise_sq_dists, jnp.asarray(xs), jnp.asarray(ys), hints=_ZIPPED_HINTS)
-        for how, result in zip(("", " under jax.jit"), results):
+        for how, result in results:
             require(
                 n == m or _shape(result) != (m, n) or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
                 "the values are right but transposed: the outer vmap should run over xs, so that "
@@ -304,10 +303,10 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
     `jax.jit` with `max_norm` traced."""
     for case, args, max_norm in _clipping_cases():
         expected, grads = _poisson_reference(*args, max_norm)
-        eager, jitted = call_eager_and_jitted(
+        results = call_eager_and_jitted(
             clipped_mean_grad, *args, max_norm, what="clipped_mean_grad", hints=_PYTHON_MIN_HINTS
         )
-        for how, result in (("", eager), (" under jax.jit", jitted)):
+        for how, result in results:
             require(
                 _shape(result) != grads.shape,
                 f"you returned one gradient per example, shape {grads.shape}; clip each of them, then "
