@@ -6,11 +6,13 @@ differently fails here, not in a learner's reading. On jax 0.10 most of them wer
 way round.
 """
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxcourse.hlo import entry_computation, intermediate_arrays, written_arrays
+from jaxcourse.hlo import entry_computation, entry_opcodes, intermediate_arrays, written_arrays
 from jaxcourse.reductions import BLOCK_ROWS, SUM_FORMS, column_sums, total
 
 SHAPE = (11_600, 114)
@@ -106,3 +108,14 @@ def test_loop_bodies_are_searched():
         return jax.lax.fori_loop(0, 3, lambda i, y: jnp.exp(y) @ jnp.eye(SHAPE[1]), x)
 
     assert len(intermediate_arrays(loop, *operands(SHAPE, 1), shape=SHAPE)) >= 1
+
+
+def test_a_sum_over_a_static_range_is_folded_to_a_constant():
+    """The tracing chapter's claim: with n a Python constant, XLA computes sum(arange(n)) at compile
+    time; the entry computation keeps no iota and no reduce, only the constant."""
+    def sum_below(n):
+        return jnp.sum(jnp.arange(n, dtype=jnp.float32))
+
+    opcodes = entry_opcodes(partial(sum_below, 1_000_000))
+    assert "constant" in opcodes and not {"iota", "reduce", "fusion"} & set(opcodes)
+    assert "fusion" in entry_opcodes(lambda x: jnp.sum(x * x), jnp.ones(1000))  # a sum of data is real work

@@ -17,6 +17,9 @@ _ENTRY = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)", re.MULTILINE)
 _PASSES_ON = re.compile(r"\s(?:tuple|bitcast)\((?P<operands>[^)]*)\)")
 _ANNOTATIONS = re.compile(r", (?:metadata|backend_config|frontend_attributes|sharding)=.*$")
 
+_OPCODE = re.compile(r"= \S+ (?P<opcode>[a-z][a-z\-]*)\(")
+"""The opcode of an instruction line, as in `%sum = f32[] reduce(...)`."""
+
 
 def _compiled_text(fn: Callable, *args) -> str:
     return jax.jit(fn).lower(*args).compile().as_text()
@@ -99,3 +102,9 @@ def entry_computation(fn: Callable, *args) -> str:
     text = _compiled_text(fn, *args)
     lines = _computations(text)[_ENTRY.search(text)["name"]]
     return "\n".join(_ANNOTATIONS.sub("", line.strip()) for line in lines)
+
+
+def entry_opcodes(fn: Callable, *args) -> list[str]:
+    """The distinct opcodes of `entry_computation(fn, *args)`, sorted: what kinds of instruction
+    the compiled program runs (for example only `constant` once XLA has folded everything)."""
+    return sorted({match["opcode"] for match in _OPCODE.finditer(entry_computation(fn, *args))})
