@@ -13,9 +13,10 @@ import jax.numpy as jnp
 import pytest
 
 from jaxcourse.hlo import entry_computation, entry_opcodes, intermediate_arrays, written_arrays
+from jaxcourse.pln.constants import OAKS100_SHAPE, OAKS_SHAPE
 from jaxcourse.reductions import BLOCK_ROWS, SUM_FORMS, column_sums, total
 
-SHAPE = (11_600, 114)
+SHAPE = OAKS100_SHAPE
 """oaks stacked 100 times, the size of the chapter's examples."""
 
 plain_sum = SUM_FORMS["jnp.sum(a * b)"]
@@ -33,14 +34,14 @@ def written(fn, shape=SHAPE):
     return intermediate_arrays(fn, *operands(shape), shape=shape)
 
 
-@pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
+@pytest.mark.parametrize("shape", [SHAPE, OAKS_SHAPE, (300, 20)])
 def test_plain_sums_fuse_the_product(shape):
     """`jnp.sum(a * b)` and its column sums compute `a * b` inside the summing loop."""
     assert written(plain_sum, shape) == {}
     assert written(plain_column_sums, shape) == {}
 
 
-@pytest.mark.parametrize("shape", [SHAPE, (116, 114), (300, 20)])
+@pytest.mark.parametrize("shape", [SHAPE, OAKS_SHAPE, (300, 20)])
 def test_products_with_ones_write_the_product(shape):
     """`(a * b) @ ones` and `ones @ (a * b)` first write `a * b`, then pass it to a `dot`."""
     assert written(ones_on_the_right, shape) == {"wrapped_multiply": shape}
@@ -62,8 +63,8 @@ def test_whether_a_plain_sum_fuses_depends_on_the_size():
     assert written(plain_sum, (60, 60)) == {"wrapped_multiply": (60, 60)}
     assert written(plain_sum, (63, 65)) == {"wrapped_multiply": (63, 65)}  # 4095 entries
     assert written(plain_sum, (64, 64)) == {}  # 4096 entries, the size `reductions` names
-    assert written(plain_sum, (116, 114)) == {}
-    assert "ynn_fusion" in entry_computation(plain_sum, *operands((116, 114)))
+    assert written(plain_sum, OAKS_SHAPE) == {}
+    assert "ynn_fusion" in entry_computation(plain_sum, *operands(OAKS_SHAPE))
 
 
 def test_the_plain_sum_is_one_fusion_and_the_product_a_dot():
@@ -75,7 +76,7 @@ def test_the_plain_sum_is_one_fusion_and_the_product_a_dot():
     assert "%wrapped_multiply = f32[11600,114]" in product and " dot(" in product
 
 
-@pytest.mark.parametrize("shape", [SHAPE, (116, 114)])
+@pytest.mark.parametrize("shape", [SHAPE, OAKS_SHAPE])
 def test_the_course_sums_are_fused(shape):
     """`total` and `column_sums`, which level 5 uses, write no array as large as the one they sum."""
     assert written(lambda a, b: total(a * b), shape) == {}

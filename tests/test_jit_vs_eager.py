@@ -20,6 +20,7 @@ from scipy.special import gammaln
 from jaxcourse import jit_parity
 from jaxcourse.pln import Variational, closed_form_params, elbo_statistics, init_variational, level5, load_oaks, profiled
 from jaxcourse.pln import log_factorial, negative_elbo
+from jaxcourse.pln.constants import OAKS100_SHAPE, OAKS_SHAPE
 from jaxcourse.reductions import column_sums, total
 from tools.book import pinned_jax_version
 
@@ -41,7 +42,7 @@ def test_log_reduction_below_4096_entries_matches_float64(shape):
 
 
 @known_cpu_miscompilation
-@pytest.mark.parametrize("shape", [(4_096,), (64, 64), (116, 114), (11_600, 114)])
+@pytest.mark.parametrize("shape", [(4_096,), (64, 64), OAKS_SHAPE, OAKS100_SHAPE])
 def test_log_reduction_from_4096_entries_matches_float64(shape):
     """The reported pattern at 4096 entries and more, in 1-D and 2-D (oaks and oaks x 100 shapes)."""
     row = jit_parity.check(shape)
@@ -54,12 +55,12 @@ def test_log_reduction_from_4096_entries_matches_float64(shape):
 @known_cpu_miscompilation
 @pytest.mark.parametrize("seed", [1, 2])
 def test_log_reduction_matches_eager_on_other_samples(seed):
-    """Not one unlucky sample: other draws of (116, 114) entries give the same verdict."""
-    row = jit_parity.check((116, 114), seed=seed)
+    """Not one unlucky sample: other draws of oaks-shaped data give the same verdict."""
+    row = jit_parity.check(OAKS_SHAPE, seed=seed)
     assert jit_parity.is_close(row["jit"], row["eager"]), row
 
 
-@pytest.mark.parametrize("shape", [(4_096,), (11_600, 114)])
+@pytest.mark.parametrize("shape", [(4_096,), OAKS100_SHAPE])
 def test_summing_the_terms_apart_is_right(shape):
     """The chapter's workaround: two sums added afterwards agree with float64 on every version."""
     x = jit_parity.sample(shape)
@@ -78,7 +79,7 @@ def test_without_ynn_fusion_every_result_is_right():
 def test_the_wrong_value_is_the_second_log_reading_2x():
     """On a jax with the bug, the jitted value is sum(log(2x) + x log(2x)); elsewhere it is right.
     Either way the value is one of the two, never something else (the report's diagnosis)."""
-    row = jit_parity.check((11_600, 114))
+    row = jit_parity.check(OAKS100_SHAPE)
     if row["wrong"]:
         assert jit_parity.is_close(row["jit"], row["if_log_x_read_2x"], rtol=1e-6)
     else:
@@ -195,3 +196,9 @@ def test_level5_evaluation_and_elbo_gradient(problem):
     jit_value, jit_grad = jax.jit(value_and_grad)(variational, params, data)
     np.testing.assert_allclose(jit_value, eager_value, rtol=1e-5)
     assert_leaves_close(jit_grad, eager_grad)
+
+
+def test_the_stand_alone_reproducer_covers_the_case_study_shapes():
+    """`jit_parity` needs only jax and numpy, so it keeps its own shape list; it must still include
+    the oaks shape and oaks x 100, as `pln.constants` states them."""
+    assert OAKS_SHAPE in jit_parity.SHAPES and OAKS100_SHAPE in jit_parity.SHAPES

@@ -5,14 +5,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcourse.pln.constants import OAKS_N_COVARIATES, OAKS_N_SAMPLES, OAKS_SHAPE
 from jaxcourse.pln import LEVELS, PLNData, as_float64, load_oaks, make_data, simulate
 
 
 def test_load_oaks_shapes_and_dtypes():
     oaks = load_oaks()
     assert isinstance(oaks, PLNData)
-    assert oaks.counts.shape == oaks.offsets.shape == (116, 114)
-    assert oaks.covariates.shape == (116, 1)
+    assert oaks.counts.shape == oaks.offsets.shape == OAKS_SHAPE == (116, 114)
+    assert oaks.covariates.shape == (OAKS_N_SAMPLES, OAKS_N_COVARIATES)
     assert all(a.dtype == jnp.float32 for a in oaks)
     assert jnp.all(oaks.covariates == 1.0)
     # offsets are already log-scale: log of library sizes, far below the raw totals

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..checks import call_answer, close, exercise_checker, require
+from ..pln.constants import OAKS100_SHAPE
 from ._jaxpr import primitive_names, traced_program
 
 
@@ -243,7 +244,7 @@ def check_momentum_update(momentum_update):
         require(False, f"for the {name} case expected {np.asarray(expected)}, got {got}.")
 
 
-FUSION_SHAPE = (11_600, 114)
+FUSION_SHAPE = OAKS100_SHAPE
 """The size at which the column-sums checker asks XLA what it writes: oaks stacked 100 times."""
 
 COLUMN_SUMS_SHAPES = ((300, 7), (1, 5), (128, 1))

@@ -25,7 +25,7 @@ from ..parallel import sample_mesh as sample_mesh
 from ._algorithm import FitResult, check_fit_arguments, init_variational
 from ._data import PLNData
 from ._model import Variational
-from .convergence import DEFAULT_TOL, run_loop
+from .convergence import DEFAULT_TOL, check_tol, run_loop
 from .level5 import BLAS_THREADS, RPROP, check_level_options, run_with_blas_threads
 from .profiled import prepare, problem_layout
 
@@ -136,7 +136,7 @@ def fit_many(
     Returns:
         A `FitResult` whose every array has a leading axis, one entry per fit.
     """
-    check_level_options(tol, 1, None)
+    check_tol(tol)
     if isinstance(data, PLNData):
         if keys is None:
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")
