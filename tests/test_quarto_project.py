@@ -80,3 +80,13 @@ def test_every_page_shows_the_execution_banner():
     pages = [ROOT / "index.qmd", ROOT / "workshop.qmd", *sorted((ROOT / "chapters").glob("*.qmd"))]
     missing = [p.name for p in pages if "start_chapter()" not in p.read_text()]
     assert missing == []
+
+
+def test_a_first_level_one_heading_is_a_title(tmp_path):
+    """`# Welcome {.unnumbered}`, how a book keeps its index unnumbered, gives the page its title,
+    for the checks and for the numbering alike; a level-2 first heading does not."""
+    from tools.qmd import page_title
+
+    assert page_title("# Welcome {.unnumbered}\n\nText.\n") == "Welcome"
+    assert page_title('---\ntitle: "Preface {.unnumbered}"\n---\n# Other\n') == "Preface"
+    assert page_title("```{python}\n# a comment, not a heading\n```\n## Intro\n") == ""

@@ -28,6 +28,7 @@ from tools.qmd import (
     load_config,
     option_value,
     flatten_chapters,
+    page_title,
     split_front_matter,
     title_and_attributes,
 )
@@ -99,9 +100,8 @@ def _fenced_block(lines: list[str], start: int) -> tuple[list[str], int]:
 
 def number_page(path: str, text: str, prefix: str | None) -> Page:
     """Every heading, figure, table and equation of one page, numbered under `prefix`."""
-    front, body = split_front_matter(text)
-    title, _ = title_and_attributes(str((front or {}).get("title", "")))
-    page = Page(path, prefix, title)
+    _, body = split_front_matter(text)
+    page = Page(path, prefix, page_title(text))
     counter = _Counter(page)
     lines = body.split("\n")
     index, after_callout = 0, False

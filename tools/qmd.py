@@ -146,3 +146,21 @@ def title_and_attributes(title: str) -> tuple[str, str | None]:
     """A front-matter title such as 'Welcome {.unnumbered}' split into text and attributes."""
     match = re.match(r"^(.*?)\s*\{([^}]*)\}\s*$", title)
     return (match.group(1), match.group(2)) if match else (title, None)
+
+
+def first_heading(text: str) -> str | None:
+    """The text of a page's first level-1 heading outside code blocks, attributes removed."""
+    prose, _ = split_blocks(split_front_matter(text)[1])
+    for line in prose.split("\n"):
+        heading = HEADING.match(line)
+        if heading and len(heading.group(1)) == 1:
+            return heading.group(2)
+    return None
+
+
+def page_title(text: str) -> str:
+    """A page's title as Quarto takes it: the front matter's `title` (without attributes such as
+    `{.unnumbered}`), else its first level-1 heading; "" when it has neither."""
+    front, _ = split_front_matter(text)
+    title, _ = title_and_attributes(str((front or {}).get("title") or "").strip())
+    return title or (first_heading(text) or "").strip()

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from tools.qmd import (
     AT_KEY,
-    HEADING,
     ID_ATTRIBUTE,
     INLINE_CODE,
     MATH,
@@ -27,6 +26,7 @@ from tools.qmd import (
     cell_options,
     is_python_cell,
     listed_pages,
+    page_title,
     load_config,
     qmd_files,
     split_blocks,
@@ -176,27 +176,12 @@ def check_links(root: Path) -> list[str]:
     return problems
 
 
-def _first_heading(body: str):
-    """The first Markdown heading of `body` outside code blocks (a regex match), or None."""
-    in_code = False
-    for line in body.splitlines():
-        if line.lstrip().startswith("```"):
-            in_code = not in_code
-        elif not in_code and HEADING.match(line):
-            return HEADING.match(line)
-    return None
-
-
 def check_titles(root: Path) -> list[str]:
     """Every page has a title: in its front matter, or as its first heading, a level-1 one (as
     Quarto takes it; `# Welcome {.unnumbered}` is how a book's index stays unnumbered)."""
     problems = []
     for path in qmd_files(root):
-        front, body = split_front_matter(path.read_text())
-        if front and str(front.get("title") or "").strip():
-            continue
-        first_heading = _first_heading(body)
-        if not (first_heading and first_heading.group(1) == "#" and first_heading.group(2).strip()):
+        if not page_title(path.read_text()):
             problems.append(f"{_relative(root, path)}: no title (front matter, or a first heading '# ...')")
     return problems
 

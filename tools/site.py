@@ -33,12 +33,12 @@ from tools.qmd import (
     CODE_FENCE,
     HEADING,
     cell_options,
+    first_heading,
     heading_id,
     is_python_cell,
     load_config,
     option_value,
     split_blocks,
-    split_front_matter,
 )
 
 TEMPLATE = Path(__file__).with_name("site.html.j2")
@@ -92,23 +92,13 @@ def outline(root: Path) -> list[tuple[str | None, str]]:
     return entries
 
 
-def first_heading(text: str) -> str | None:
-    """The text of a page's first level-1 heading (outside code), attributes removed."""
-    prose, _ = split_blocks(split_front_matter(text)[1])
-    for line in prose.split("\n"):
-        heading = HEADING.match(line)
-        if heading and len(heading.group(1)) == 1:
-            return heading.group(2)
-    return None
-
-
 def site_pages(root: Path, executed: Path, book: Book) -> list[SitePage]:
     """Every page of the book, with the executed notebook of each chapter that has one."""
     chapters = {path.relative_to(root).as_posix() for path in chapter_paths(root)}
     pages = []
     for part, path in outline(root):
         numbered = book.pages[path]
-        plain = numbered.title or first_heading((root / path).read_text()) or Path(path).stem
+        plain = numbered.title or Path(path).stem
         title = numbered_title(plain, numbered.prefix)
         notebook = executed / f"{Path(path).stem}.ipynb"
         if path in chapters:
