@@ -121,3 +121,78 @@ def test_complex_gradient_is_the_conjugate_of_pytorchs():
     (z.abs() ** 2).backward()
     assert complex(jax.grad(lambda z: jnp.abs(z) ** 2)(1.0 + 2.0j)) == pytest.approx(2.0 - 4.0j)
     assert complex(z.grad) == pytest.approx(2.0 + 4.0j)
+
+
+# Claims of the chapter's prose, pinned (issue 23) ------------------------------------------------
+
+
+def test_vjp_backward_returns_a_tuple_one_cotangent_per_argument():
+    """Section sec-autodiff-jaxpr: grad(f)(x) is vjp(f, x)[1](1.0)[0]."""
+    f = lambda x: jnp.sin(x) * x
+    cotangents = jax.vjp(f, 1.0)[1](1.0)
+    assert isinstance(cotangents, tuple) and len(cotangents) == 1
+    assert float(cotangents[0]) == pytest.approx(float(jax.grad(f)(1.0)))
+    assert len(jax.vjp(lambda x, y: x * jnp.sin(y), 2.0, 1.0)[1](1.0)) == 2
+
+
+def test_debug_nans_on_the_gradient_stops_at_mul_and_debug_infs_at_div():
+    """Section sec-autodiff-where-nan: the NaN appears in the backward mul, the inf in the div."""
+    sqrt_or_zero = lambda x: jnp.where(x > 0, jnp.sqrt(x), 0.0)
+    with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in mul"):
+        with jax.debug_nans(True):
+            jax.grad(sqrt_or_zero)(0.0)
+    with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in div"):
+        with jax.debug_infs(True):
+            jax.grad(sqrt_or_zero)(0.0)
+
+
+def test_double_where_gives_the_selected_branchs_derivative_a_taylor_branch_the_true_one():
+    """Section sec-autodiff-where-nan: log1p(x)/x has derivative -1/2 at 0."""
+
+    def log1p_ratio(x, small_branch):
+        small = jnp.abs(x) < 1e-3
+        safe = jnp.where(small, 1.0, x)
+        return jnp.where(small, small_branch(x), jnp.log1p(safe) / safe)
+
+    assert float(jax.grad(log1p_ratio)(0.0, jnp.ones_like)) == 0.0
+    assert float(jax.grad(log1p_ratio)(0.0, lambda x: 1.0 - x / 2.0 + x**2 / 3.0)) == -0.5
+
+
+def test_custom_jvp_accepts_a_traced_nondiff_argument_under_jit():
+    """Section sec-autodiff-custom-vjp: the traced nondiff_argnums refusal is custom_vjp's only."""
+
+    @partial(jax.custom_jvp, nondiff_argnums=(0,))
+    def scaled_sine(scale, x):
+        return scale * jnp.sin(x)
+
+    @scaled_sine.defjvp
+    def _(scale, primals, tangents):
+        return scaled_sine(scale, primals[0]), scale * jnp.cos(primals[0]) * tangents[0]
+
+    assert float(jax.jit(jax.grad(scaled_sine, argnums=1))(jnp.array(2.0), 0.0)) == 2.0
+
+
+def test_the_custom_vjp_gives_the_data_silent_zeros_where_autodiff_does_not(problem_and_start):
+    """Section sec-autodiff-custom-vjp: d J / d offsets is zero through the rule, not through autodiff."""
+    problem, start = problem_and_start
+    through_rule = jax.grad(custom_gradient.profiled_elbo_custom_vjp)(problem, start)
+    through_autodiff = jax.grad(lambda p, v: profiled.evaluate(p, v).elbo)(problem, start)
+    assert float(jnp.max(jnp.abs(through_rule.offsets))) == 0.0
+    assert float(jnp.max(jnp.abs(through_autodiff.offsets))) > 0.0
+
+
+def test_optax_does_not_conjugate_complex_gradients():
+    """Section sec-autodiff-complex: five steps of optax.sgd(0.1) on |z|^2 from 1 + 2i climb."""
+    optax = pytest.importorskip("optax")
+
+    def five_steps(conjugate):
+        optimiser, z = optax.sgd(0.1), jnp.asarray(1.0 + 2.0j, jnp.complex64)
+        state = optimiser.init(z)
+        for _ in range(5):
+            gradient = jax.grad(lambda z: jnp.abs(z) ** 2)(z)
+            updates, state = optimiser.update(jnp.conj(gradient) if conjugate else gradient, state)
+            z = optax.apply_updates(z, updates)
+        return float(jnp.abs(z) ** 2)
+
+    assert five_steps(conjugate=False) == pytest.approx(24.874, rel=1e-3)  # from 5.0: it climbs
+    assert five_steps(conjugate=True) == pytest.approx(5.0 * 0.64**5, rel=1e-4)  # |z|^2 shrinks by 0.64 a step
