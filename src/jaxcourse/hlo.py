@@ -108,3 +108,42 @@ def entry_opcodes(fn: Callable, *args) -> list[str]:
     """The distinct opcodes of `entry_computation(fn, *args)`, sorted: what kinds of instruction
     the compiled program runs (for example only `constant` once XLA has folded everything)."""
     return sorted({match["opcode"] for match in _OPCODE.finditer(entry_computation(fn, *args))})
+
+
+COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+"""The HLO instructions that move data between devices (`collectives.HLO_NAMES` maps `lax` to them)."""
+
+_COLLECTIVE = re.compile(
+    r"=\s*(?P<shape>\([^=]*?\)|[a-z]+\d*\[[\d,]*\]\S*)\s+"
+    r"(?P<opcode>all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(?:-start)?\("
+)
+_ARRAY_TYPE = re.compile(r"(?P<dtype>[a-z]+)(?P<bits>\d+)\[(?P<dims>[\d,]*)\]")
+
+
+def _result_bytes(shape_text: str) -> int:
+    """The bytes of an instruction's result type, `f32[16,8]{1,0}` or a tuple of such."""
+    total = 0
+    for match in _ARRAY_TYPE.finditer(shape_text):
+        total += math.prod(_shape(match["dims"])) * max(int(match["bits"]) // 8, 1)
+    return total
+
+
+def collectives(fn: Callable, *args) -> list[tuple[str, int]]:
+    """The collectives of `jax.jit(fn)(*args)` once compiled, in program order, each as
+    (HLO opcode, bytes of its result on one device); nested computations (loop bodies)
+    included, an asynchronous `...-start`/`...-done` pair counted once.
+
+    `args` may be sharded arrays or `jax.ShapeDtypeStruct`s with shardings: the program is
+    compiled for those layouts, and the shapes are per device.
+    """
+    text = _compiled_text(fn, *args)
+    return [(match["opcode"], _result_bytes(match["shape"])) for match in _COLLECTIVE.finditer(text)]
+
+
+def collective_counts(fn: Callable, *args) -> dict[str, int]:
+    """How many of each collective `collectives(fn, *args)` finds: {HLO opcode: count}, every
+    opcode of `COLLECTIVE_OPCODES` present (0 when absent)."""
+    counts = dict.fromkeys(COLLECTIVE_OPCODES, 0)
+    for opcode, _ in collectives(fn, *args):
+        counts[opcode] += 1
+    return counts
