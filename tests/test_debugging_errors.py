@@ -128,6 +128,51 @@ def test_item_assignment_is_rejected():
         x_fixed[0] = 10.0
 
 
+def test_an_index_array_out_of_bounds_clamps_the_value_and_zeroes_the_gradient():
+    """Section sec-debugging-oob: x[jnp.array([5])] is a PROMISE_IN_BOUNDS gather: value 2.0,
+    gradient [0, 0, 0]; a scalar index and mode="clip" send the gradient to the entry read."""
+    x = jnp.arange(3.0)
+    out = jnp.array([5])
+    read = lambda x: x[out]
+    modes = [e.params["mode"] for e in jax.make_jaxpr(read)(x).eqns if e.primitive.name == "gather"]
+    assert [str(m) for m in modes] == ["GatherScatterMode.PROMISE_IN_BOUNDS"]
+    for grad in (jax.grad, lambda f: jax.jit(jax.grad(f))):
+        assert float(read(x)[0]) == 2.0
+        np.testing.assert_array_equal(grad(lambda x: jnp.sum(read(x)))(x), [0.0, 0.0, 0.0])
+        np.testing.assert_array_equal(grad(lambda x: x[5])(x), [0.0, 0.0, 1.0])
+        np.testing.assert_array_equal(grad(lambda x: jnp.sum(x.at[out].get(mode="clip")))(x), [0.0, 0.0, 1.0])
+    assert np.isnan(x.at[out].get(mode="fill", fill_value=jnp.nan)[0])
+
+
+def test_a_nan_born_in_the_backward_pass_is_found_only_on_the_gradient():
+    """Section sec-debugging-nans: log_or_zero at 0 has no NaN in its value; the gradient's NaN
+    comes from the backward div; debug_infs finds the log of 0 eagerly, nothing under jit."""
+
+    def total(x):
+        return jnp.sum(jnp.where(x > 0, jnp.log(x), 0.0))
+
+    x = jnp.array([0.0, 2.0])
+    with jax.debug_nans(True):
+        total(x)
+        jax.jit(total)(x)
+        with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in div"):
+            jax.jit(jax.grad(total))(x)
+        with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in div"):
+            jax.grad(total)(x)
+    with jax.debug_infs(True):
+        assert np.isnan(jax.jit(jax.grad(total))(x)[0])
+        with pytest.raises(FloatingPointError, match=r"invalid value \(inf\) encountered in log"):
+            jax.grad(total)(x)
+
+
+def test_default_matmul_precision_is_written_into_the_program():
+    """Section sec-debugging-float32: the context manager changes the dot's precision attribute."""
+    a = jnp.ones((4, 4))
+    assert "precision = [DEFAULT, DEFAULT]" in jax.jit(lambda a: a @ a).lower(a).as_text()
+    with jax.default_matmul_precision("highest"):
+        assert "precision = [HIGHEST, HIGHEST]" in jax.jit(lambda a: a @ a).lower(a).as_text()
+
+
 # The sharp-bits index ------------------------------------------------------------------------------
 
 
