@@ -1,10 +1,11 @@
-"""Pictures of the ideas, drawn from real JAX objects: jit's pipeline, vmap's axes, flatten, sharding.
+"""Pictures of the ideas, drawn from real JAX objects: jit's pipeline, vmap's axes, flatten, sharding,
+collectives.
 
 Each picture has two halves. A data function asks JAX what happens (`jit_pipeline`,
-`batching_layout`, `flatten_layout`, `shard_blocks`), so tests can check the picture against JAX;
+`batching_layout`, `flatten_layout`, `shard_blocks`, `collective_moves`), so tests can check the picture against JAX;
 a `plot_*` function draws that data with matplotlib and returns the axes.
 
-One private module per picture (`_jit`, `_vmap`, `_pytrees`, `_sharding`), and `_drawing` for the
+One private module per picture (`_jit`, `_vmap`, `_pytrees`, `_sharding`, `_collectives`), and `_drawing` for the
 colours, boxes and arrows they share.
 """
 
@@ -14,6 +15,8 @@ from ._vmap import batching_layout as batching_layout
 from ._vmap import plot_batching as plot_batching
 from ._pytrees import flatten_layout as flatten_layout
 from ._pytrees import plot_flatten as plot_flatten
+from ._collectives import collective_moves as collective_moves
+from ._collectives import plot_collective as plot_collective
 from ._sharding import plot_mesh as plot_mesh
 from ._sharding import plot_sharding as plot_sharding
 from ._sharding import shard_blocks as shard_blocks
