@@ -5,21 +5,34 @@ The levels differ only in how they organise this computation for JAX, so their E
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import warnings
+from typing import Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params, elbo
 
 LEARNING_RATE = 0.05
-"""Adam's step size: converges on oaks within 0.1% of pyPLNmodels in a few hundred steps."""
+"""Adam's step size on (M, S): on oaks, a stable choice for the levels' gradient steps (the
+levels chapter measures how far below the best known ELBO a given number of steps ends)."""
 
 ADAM = optax.adam(LEARNING_RATE)
 """The default optimizer of levels 0-4. Created once, so that jitted levels, which take the optimizer as a static argument, reuse
 their compiled code across calls (a fresh `optax.adam(...)` object is a new cache key)."""
+
+
+CONVERGED = 0
+"""`FitResult.status`: the fit stopped on its tolerance (levels 5 and 6)."""
+ITERATION_LIMIT = 1
+"""`FitResult.status`: the fit took all `n_iter` steps (levels 0-4 always do)."""
+DIVERGED = 2
+"""`FitResult.status`: the ELBO or the parameters became NaN or infinite; the result holds the
+last iterate whose ELBO was finite."""
+STATUS_NAMES = {CONVERGED: "converged", ITERATION_LIMIT: "iteration limit", DIVERGED: "diverged"}
 
 
 class FitResult(NamedTuple):
@@ -27,22 +40,101 @@ class FitResult(NamedTuple):
 
     Attributes:
         elbo_trace: `(n_iter,)` ELBO before each step (exact log-factorial convention).
-            Every level takes at most `n_iter` steps and records the ELBO before each one.
+            Every level takes at most `n_iter` steps and records the ELBO before each one;
+            entries from `n_steps` on repeat the ELBO of the returned parameters.
         variational: the final M and S, each `(n_samples, n_species)`.
         params: the final B `(n_covariates, n_species)` and Sigma `(n_species, n_species)`.
         n_steps: the steps taken (an int array): `n_iter` for levels 0-4, fewer for levels
-            5 and 6 when they stop on their tolerance.
+            5 and 6 when they stop on their tolerance, and fewer for any level that diverged.
+        status: how the fit ended (an int array): `CONVERGED`, `ITERATION_LIMIT` or `DIVERGED`
+            (`status_name` says it in words). A diverged fit also warns (`FitDivergedWarning`).
     """
 
     elbo_trace: jax.Array
     variational: Variational
     params: ModelParams
     n_steps: jax.Array
+    status: jax.Array = None
 
     @classmethod
     def of_all_steps(cls, elbo_trace: jax.Array, variational: Variational, params: ModelParams) -> FitResult:
-        """The result of a fit that took one step per entry of `elbo_trace` (levels 0-4)."""
-        return cls(elbo_trace, variational, params, jnp.asarray(elbo_trace.shape[0], jnp.int32))
+        """The result of a fit that took one step per entry of `elbo_trace` (levels 0-4): it
+        reached its iteration limit, or diverged if anything it returns is not finite."""
+        finite = jnp.all(jnp.isfinite(elbo_trace)) & all_finite((variational, params))
+        status = jnp.where(finite, ITERATION_LIMIT, DIVERGED).astype(jnp.int32)
+        return cls(elbo_trace, variational, params, jnp.asarray(elbo_trace.shape[0], jnp.int32), status)
+
+    @property
+    def status_name(self) -> str:
+        """How the fit ended, in words (one fit; for `fit_many`'s results index a fit first)."""
+        return STATUS_NAMES[int(self.status)]
+
+
+class FitDivergedWarning(RuntimeWarning):
+    """A fit met a NaN or infinite ELBO or parameter; it returns the last finite iterate."""
+
+
+def all_finite(tree) -> jax.Array:
+    """True (a scalar array) when every entry of every array in `tree` is finite."""
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(leaf)) for leaf in jax.tree.leaves(tree)]))
+
+
+def _non_finite_report(result: FitResult) -> str:
+    """Which of the ELBO, M, S, B and Sigma hold NaN or infinite entries, and how many."""
+    parts = {
+        "ELBO": result.elbo_trace[int(result.n_steps)] if int(result.n_steps) < result.elbo_trace.shape[0] else
+        result.elbo_trace[-1],
+        "M": result.variational.latent_mean, "S": result.variational.latent_sqrt_var,
+        "B": result.params.coef, "Sigma": result.params.covariance,
+    }
+    bad = []
+    for name, array in parts.items():
+        array = np.asarray(array)
+        count = int(array.size - np.count_nonzero(np.isfinite(array)))
+        if count:
+            bad.append(f"{name} ({count} of {array.size} entries)" if array.size > 1 else f"{name} = {array.item()}")
+    return ", ".join(bad) if bad else "nothing (the fit was stopped at that step)"
+
+
+def first_bad_step(result: FitResult) -> int:
+    """The first iterate k (after k steps) whose ELBO is not finite, or `n_steps` when only the
+    returned parameters are."""
+    trace = np.asarray(result.elbo_trace)[: int(result.n_steps) + 1]
+    bad = np.flatnonzero(~np.isfinite(trace))
+    return int(bad[0]) if bad.size else int(result.n_steps)
+
+
+def report_divergence(result: FitResult, replay: Callable[[int], FitResult], *, stacklevel: int = 3) -> FitResult:
+    """The result of a fit as it should be returned: unchanged unless it diverged.
+
+    A diverged fit warns (`FitDivergedWarning`, naming the step and what went non-finite) and
+    returns the last iterate whose ELBO was finite: `replay(k)` must rerun the same fit for
+    exactly `k` steps (a compiled fit is deterministic, so this is the same iterate), and the
+    trace keeps the finite ELBOs, its later entries repeating the last one.
+
+    Raises:
+        FloatingPointError: the ELBO is not finite even at the starting point.
+    """
+    if int(result.status) != DIVERGED:
+        return result
+    bad_step = first_bad_step(result)
+    if bad_step == 0:
+        raise FloatingPointError(
+            "the ELBO is not finite at the starting point: check the offsets and covariates "
+            "(very large offsets make exp(O + M) overflow in float32)."
+        )
+    what = _non_finite_report(result)
+    last = bad_step - 1
+    kept = replay(last)
+    trace = jnp.where(jnp.arange(result.elbo_trace.shape[0]) <= last, result.elbo_trace, result.elbo_trace[last])
+    warnings.warn(
+        f"the fit diverged: after step {bad_step} it found non-finite {what}. It returns the last "
+        f"iterate with a finite ELBO (after {last} steps, ELBO {float(result.elbo_trace[last]):.6g}) with "
+        "status 'diverged'. Try a smaller learning rate or another optimizer.",
+        FitDivergedWarning,
+        stacklevel=stacklevel,
+    )
+    return FitResult(trace, kept.variational, kept.params, jnp.asarray(last, jnp.int32), jnp.asarray(DIVERGED, jnp.int32))
 
 
 def negative_elbo(variational: Variational, params: ModelParams, data: PLNData) -> jax.Array:
@@ -54,7 +146,9 @@ def init_variational(data: PLNData) -> Variational:
     """A start near the data: M = log(Y + 1) - O and S = 1/2, each `(n_samples, n_species)`.
 
     Starting at M = 0 puts exp(O + M) orders of magnitude away from the counts and Adam
-    then needs thousands of steps; this start is within a few percent of the optimum.
+    then needs thousands of steps. This start puts each rate near its count, but it is far
+    from the optimum in ELBO terms (on oaks, tens of thousands of nats below it: S = 1/2 and
+    the prior term are far off), which is why the first steps gain so much.
     """
     latent_mean = jnp.log1p(data.counts) - data.offsets
     return Variational(latent_mean, jnp.full_like(latent_mean, 0.5))

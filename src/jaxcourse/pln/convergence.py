@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ._algorithm import FitResult
+from ._algorithm import CONVERGED, DIVERGED, ITERATION_LIMIT, FitResult
 from ._model import ModelParams, Variational
 from .profiled import Problem, evaluate, no_reduction
 
@@ -37,6 +37,7 @@ class LoopState(NamedTuple):
     step: jax.Array
     elbo: jax.Array
     done: jax.Array
+    status: jax.Array
 
 
 def run_loop(
@@ -48,6 +49,7 @@ def run_loop(
     optimizer: optax.GradientTransformation,
     reduce: Callable = no_reduction,
     monitor_every: int = 1,
+    step_limit: jax.Array | None = None,
 ) -> FitResult:
     """The convergence loop, for use under `jit` (and, with `reduce`, inside `shard_map`).
 
@@ -63,11 +65,17 @@ def run_loop(
     `value` are NaN at the others, and the tolerance test runs at the computed ones (m divides
     `TOL_WINDOW`, so J_{k-w} is computed too). The iterates are the same as with m = 1.
 
+    The loop also stops at the first iterate whose ELBO (where computed) is not finite, with status `DIVERGED`; a non-finite value never ends it as if it had converged.
+    `step_limit` (traced, at most `n_iter`) stops it after that many steps: a diverged fit is
+    replayed with it to recover its last finite iterate (`_algorithm.report_divergence`).
+
     Returns:
         A `FitResult`: the `(n_iter,)` trace of the ELBO before each step, whose entries from
         `n_steps` on repeat the ELBO of the returned parameters; the last evaluated (M, S) and
-        its closed-form (B, Sigma); and `n_steps`, the steps taken.
+        its closed-form (B, Sigma); `n_steps`, the steps taken; and `status`: `CONVERGED`
+        (tolerance), `ITERATION_LIMIT` (`n_iter` or `step_limit` steps) or `DIVERGED`.
     """
+    limit = n_iter if step_limit is None else jnp.minimum(step_limit, n_iter)
     transform = optax.with_extra_args_support(optimizer)
     n_species = problem.counts.shape[1]
     dtype = problem.counts.dtype
@@ -77,7 +85,7 @@ def run_loop(
 
     def body(carry):
         state, _ = carry
-        last = state.step >= n_iter
+        last = state.step >= limit
         monitored = True if monitor_every == 1 else (state.step % monitor_every == 0) | last
         evaluation = evaluate(problem, state.variational, reduce, with_elbo=monitored)
         elbo = evaluation.elbo
@@ -86,7 +94,10 @@ def run_loop(
         converged = (state.step >= TOL_WINDOW) & (
             jnp.abs(elbo - earlier) < TOL_WINDOW * tol * jnp.abs(elbo)
         )
-        done = converged | last | (monitored & ~jnp.isfinite(elbo))
+        # A finite J implies finite A, S, Omega and so a finite gradient: J alone is checked.
+        diverged = monitored & ~jnp.isfinite(elbo)
+        done = converged | last | diverged
+        status = jnp.where(diverged, DIVERGED, jnp.where(converged, CONVERGED, ITERATION_LIMIT))
         descent = jax.tree.map(jnp.negative, evaluation.grad)
         updates, opt_state = transform.update(
             descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature, reduce=reduce
@@ -96,7 +107,7 @@ def run_loop(
             lambda x, u: jnp.where(done, x, x + u), state.variational, updates
         )
         step = state.step + jnp.where(done, 0, 1)
-        return LoopState(variational, opt_state, trace, step, elbo, done), evaluation.params
+        return LoopState(variational, opt_state, trace, step, elbo, done, status.astype(jnp.int32)), evaluation.params
 
     initial = LoopState(
         variational=variational,
@@ -105,13 +116,14 @@ def run_loop(
         step=jnp.zeros((), jnp.int32),
         elbo=jnp.zeros((), dtype),
         done=jnp.zeros((), bool),
+        status=jnp.asarray(ITERATION_LIMIT, jnp.int32),
     )
     final, params = jax.lax.while_loop(lambda carry: ~carry[0].done, body, (initial, empty_params))
     trace = jnp.where(jnp.arange(n_iter) < final.step, final.trace, final.elbo)
     # J depends on S only through S^2 and log|S|, so a step may cross to negative S without
     # harm; |S| is the same optimum, reported as the positive square root of the variance.
     mean, sqrt_var = final.variational
-    return FitResult(trace, Variational(mean, jnp.abs(sqrt_var)), params, final.step)
+    return FitResult(trace, Variational(mean, jnp.abs(sqrt_var)), params, final.step, final.status)
 
 
 def check_tol(tol) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -34,8 +34,14 @@ class EagerPLN:
 def fit(
     data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
-    """Fits the PLN model by `n_iter` eager iterations; see `FitResult` for the shapes."""
+    """Fits the PLN model by `n_iter` eager iterations; see `FitResult` for the shapes.
+    A fit that diverges warns and returns its last finite iterate (`report_divergence`)."""
     check_fit_arguments(data, n_iter)
+    return report_divergence(run(data, n_iter, optimizer), lambda k: run(data, k, optimizer))
+
+
+def run(data: PLNData, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+    """`n_iter` eager iterations from the start (no input checks)."""
     model = EagerPLN(data, optimizer)
     trace = [model.step() for _ in range(n_iter)]
-    return FitResult.of_all_steps(jnp.stack(trace), model.variational, model.params)
+    return FitResult.of_all_steps(jnp.asarray(trace, data.counts.dtype), model.variational, model.params)

@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, negative_elbo
+from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, negative_elbo
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -29,8 +29,14 @@ def optimizer_step(variational, grads, opt_state, optimizer):
 def fit(
     data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
 ) -> FitResult:
-    """Fits the PLN model with three compiled calls per iteration; see `FitResult`."""
+    """Fits the PLN model with three compiled calls per iteration; see `FitResult`.
+    A fit that diverges warns and returns its last finite iterate (`report_divergence`)."""
     check_fit_arguments(data, n_iter)
+    return report_divergence(run(data, n_iter, optimizer), lambda k: run(data, k, optimizer))
+
+
+def run(data: PLNData, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
+    """`n_iter` iterations of the three compiled calls, from the start (no input checks)."""
     variational = init_variational(data)
     params = closed_form_step(data, variational)
     opt_state = optimizer.init(variational)
@@ -40,4 +46,4 @@ def fit(
         variational, opt_state = optimizer_step(variational, grads, opt_state, optimizer)
         params = closed_form_step(data, variational)
         trace.append(-loss)  # a device array: no float() here, which would wait for the device
-    return FitResult.of_all_steps(jnp.stack(trace), variational, params)
+    return FitResult.of_all_steps(jnp.asarray(trace, data.counts.dtype), variational, params)

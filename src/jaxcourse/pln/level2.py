@@ -7,7 +7,7 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -38,4 +38,4 @@ def fit(
     `n_iter` and `optimizer` are static: a new value of either compiles a new program.
     """
     check_fit_arguments(data, n_iter)
-    return fit_compiled(data, n_iter, optimizer)
+    return report_divergence(fit_compiled(data, n_iter, optimizer), lambda k: fit_compiled(data, k, optimizer))

@@ -11,7 +11,7 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, init_variational, update_step
+from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params, elbo
 
@@ -80,4 +80,5 @@ def fit(
 ) -> FitResult:
     """Fits the PLN model by scanning `PLN.step`; see `FitResult`."""
     check_fit_arguments(data, n_iter)
-    return fit_compiled(PLN.initialize(data), n_iter, optimizer)
+    model = PLN.initialize(data)
+    return report_divergence(fit_compiled(model, n_iter, optimizer), lambda k: fit_compiled(model, k, optimizer))

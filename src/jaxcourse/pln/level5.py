@@ -18,11 +18,12 @@ import optax
 
 from ..config import check_thread_limit, limit_blas_threads
 from ..optim import newton_momentum, newton_rprop, rprop
-from ._algorithm import FitResult, check_fit_arguments, init_variational
+from ._algorithm import FitResult, check_fit_arguments, init_variational, report_divergence
 from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_monitor_every, check_tol, run_loop
 from .profiled import prepare
+from .separation import find_separation, warn_separation
 
 RPROP = rprop(0.1, step_sizes=(1e-10, 50.0))
 """Level 5's default optimizer: torch-exact Rprop on (M, S), pyPLNmodels' step bounds, a
@@ -44,10 +45,20 @@ iteration, and idle OpenBLAS threads spinning after each call take the core XLA 
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every"))
-def fit_compiled(problem, variational, tol, *, n_iter, optimizer, monitor_every) -> FitResult:
+def fit_compiled(problem, variational, tol, step_limit=None, *, n_iter, optimizer, monitor_every) -> FitResult:
     """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter`, `optimizer` and
-    `monitor_every` are static (a new value compiles anew), `tol` is traced."""
-    return run_loop(problem, variational, tol, n_iter=n_iter, optimizer=optimizer, monitor_every=monitor_every)
+    `monitor_every` are static (a new value compiles anew), `tol` and `step_limit` are traced."""
+    return run_loop(
+        problem, variational, tol, n_iter=n_iter, optimizer=optimizer, monitor_every=monitor_every, step_limit=step_limit
+    )
+
+
+def prepare_checked(data: PLNData, separation_limit: bool, *, stacklevel: int = 4):
+    """`prepare(data)`, after looking for quasi-separation: warns if there is any
+    (`SeparationWarning`) and, with `separation_limit`, holds those rates at 0 (see `fit`)."""
+    found = find_separation(data)
+    warn_separation(data, found, stacklevel=stacklevel)
+    return prepare(data, found.mask if separation_limit and found.any else None)
 
 
 def check_level_options(tol, monitor_every, blas_threads) -> None:
@@ -55,6 +66,12 @@ def check_level_options(tol, monitor_every, blas_threads) -> None:
     check_tol(tol)
     check_monitor_every(monitor_every)
     check_thread_limit(blas_threads)
+
+
+def check_flag(name: str, value) -> None:
+    """Raises `TypeError` unless `value` is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {type(value).__name__}.")
 
 
 def check_start(data: PLNData, start) -> None:
@@ -82,6 +99,7 @@ def fit(
     monitor_every: int = 1,
     blas_threads: int | None = BLAS_THREADS,
     start: Variational | None = None,
+    separation_limit: bool = True,
 ) -> FitResult:
     """Fits the PLN model by at most `n_iter` steps on the profiled ELBO.
 
@@ -103,19 +121,30 @@ def fit(
         blas_threads: the most BLAS/LAPACK threads during the fit (`BLAS_THREADS`), or None
             to leave the process as it is.
         start: the `(n, p)` M and S to start from; `init_variational(data)` by default.
+        separation_limit: where some species have only zero counts in a group of samples the
+            covariates single out (quasi-separation, `separation.find_separation`; always
+            reported by a `SeparationWarning`), fit the limit the ELBO rises towards, those
+            rates held at 0 (True), or the data as given, whose ELBO then creeps up for
+            thousands of iterations as their coefficients drift to -infinity (False).
 
     Returns:
         A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, before step k (NaN
         where it was not computed), and entries from `n_steps` on repeat the ELBO of the
         returned parameters; `variational` is the last iterate and `params` its closed-form
-        B and Sigma.
+        B and Sigma; `status` says whether it converged, hit `n_iter` or diverged. A fit that
+        diverges warns (`FitDivergedWarning`) and returns its last iterate with a finite ELBO.
     """
     check_fit_arguments(data, n_iter)  # before init_variational reads data
     check_level_options(tol, monitor_every, blas_threads)
+    check_flag("separation_limit", separation_limit)
     start = init_variational(data) if start is None else start
     check_start(data, start)
+    problem = prepare_checked(data, separation_limit)
     tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
-    return run_with_blas_threads(
-        blas_threads, fit_compiled, prepare(data), start, tol,
-        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every),
-    )
+    options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every))
+
+    def run(step_limit):
+        step_limit = jnp.asarray(step_limit, jnp.int32)
+        return run_with_blas_threads(blas_threads, fit_compiled, problem, start, tol, step_limit, **options)
+
+    return report_divergence(run(n_iter), run)

@@ -88,15 +88,31 @@ def log_factorial_constant(counts) -> float:
     return float(occurrences @ (values * log_values - values - gammaln(values + 1.0)))
 
 
-def prepare(data: PLNData) -> Problem:
-    """The `Problem` for concrete `data` (not under `jit`: the constant is summed in NumPy)."""
+def prepare(data: PLNData, zero_rate: np.ndarray | None = None) -> Problem:
+    """The `Problem` for concrete `data` (not under `jit`: the constant is summed in NumPy).
+
+    Args:
+        data: the data.
+        zero_rate: optional `(n, p)` bool, True on zero counts whose rate is to be held at 0:
+            the entries a quasi-separation drives there (`separation.find_separation`). Their
+            offset becomes -inf, so A = exp(O + M + S^2/2) is exactly 0 and they add only
+            log|S| to the Poisson sum: the supremum of the ELBO, at no cost per iteration.
+    """
     counts = data.counts
     covariates = np.asarray(data.covariates, dtype=np.float64)
     dtype = counts.dtype
+    offsets = data.offsets
+    shifted_offsets = offsets - jnp.log(jnp.where(counts > 0, counts, 1.0))
+    if zero_rate is not None:
+        zero_rate = np.asarray(zero_rate, dtype=bool)
+        if zero_rate.shape != counts.shape or np.any(np.asarray(counts)[zero_rate] != 0):
+            raise ValueError("zero_rate must be an (n, p) bool mask that is True only on zero counts.")
+        offsets = jnp.where(zero_rate, -jnp.inf, offsets)
+        shifted_offsets = jnp.where(zero_rate, 0.0, shifted_offsets)  # Y = 0 there: Y (M + 0) = 0
     return Problem(
         counts=counts,
-        offsets=data.offsets,
-        shifted_offsets=data.offsets - jnp.log(jnp.where(counts > 0, counts, 1.0)),
+        offsets=offsets,
+        shifted_offsets=shifted_offsets,
         covariates=data.covariates,
         gram_inverse=jnp.asarray(np.linalg.inv(covariates.T @ covariates), dtype),
         log_factorial_constant=jnp.asarray(log_factorial_constant(counts), dtype),
