@@ -59,3 +59,76 @@ def test_donated_input_cannot_be_used_again():
     for use in (lambda: x + 1.0, lambda: np.asarray(x), lambda: double(x)):
         with pytest.raises(RuntimeError, match=r"Array has been deleted with shape=float32\[8\]"):
             use()
+
+
+def test_jax_numpy_rejects_a_list_where_numpy_accepts_it():
+    """Cells 'jnp.sum([1.0, 2.0])' and 'jnp.sin((0.0, 1.0))' (and the sharp-bits row): a list or
+    tuple where an array is expected is a TypeError; NumPy converts it; sequence functions accept it."""
+    assert np.sum([1.0, 2.0]) == 3.0
+    with pytest.raises(TypeError, match=r"sum requires ndarray or scalar arguments, got <class 'list'> at position 0"):
+        jnp.sum([1.0, 2.0])
+    with pytest.raises(TypeError, match=r"sin requires ndarray or scalar arguments, got <class 'tuple'> at position 0"):
+        jnp.sin((0.0, 1.0))
+    assert float(jnp.sum(jnp.asarray([1.0, 2.0]))) == 3.0
+    assert jnp.stack([1.0, 2.0]).shape == (2,)
+
+
+def _copies(fn, *args, **jit_options) -> int:
+    text = jax.jit(fn, **jit_options).lower(*args).compile().as_text()
+    return text[text.index("ENTRY"):].count(" copy(")
+
+
+def test_two_updated_versions_of_one_input_need_copies_donated_or_not():
+    """The in-place section and summary: XLA updates in place only when the old value is not needed;
+    returning two updated versions of x takes 2 copies, and 3 when x is donated (pinned jax)."""
+
+    def two_versions(x):
+        return x.at[0].set(1.0), x.at[1].set(2.0)
+
+    assert _copies(two_versions, jnp.zeros(8)) == 2
+    assert _copies(two_versions, jnp.zeros(8), donate_argnums=0) == 3
+
+
+def test_the_cache_key_holds_tree_structure_weak_type_and_sharding():
+    """The cache section's second cell: a list instead of a tuple, a weakly typed Python float
+    against jnp.float32, and a NamedSharding (one-device mesh) each cost a trace; a new float value does not."""
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    traces = []
+
+    @jax.jit
+    def double(tree):
+        traces.append(None)
+        return jax.tree.map(lambda leaf: 2 * leaf, tree)
+
+    mesh = jax.make_mesh((1,), ("batch",))
+    sharded = jax.device_put(jnp.ones(8), NamedSharding(mesh, PartitionSpec("batch")))
+    counts = []
+    for call in (
+        lambda: double((jnp.ones(8),)),
+        lambda: double([jnp.ones(8)]),
+        lambda: double(2.0),
+        lambda: double(jnp.float32(2.0)),
+        lambda: double(3.0),
+        lambda: double((sharded,)),
+    ):
+        call()
+        counts.append(len(traces))
+    assert counts == [1, 2, 3, 4, 4, 5]
+
+
+def test_jit_of_the_same_function_shares_its_cache_but_a_wrapper_made_on_the_fly_does_not():
+    """The jit chapter's 'jax.jit(normalise) again' case and the PLN levels chapter's level-1 remark:
+    jax.jit(f) made twice traces f once; jax.jit(jax.value_and_grad(f)) made twice traces twice."""
+    traces = []
+
+    def f(x):
+        traces.append(None)
+        return jnp.sum(jnp.sin(x) ** 2)
+
+    jax.jit(f)(jnp.ones(3))
+    jax.jit(f)(jnp.ones(3))
+    assert len(traces) == 1
+    jax.jit(jax.value_and_grad(f))(jnp.ones(3))
+    jax.jit(jax.value_and_grad(f))(jnp.ones(3))
+    assert len(traces) == 3

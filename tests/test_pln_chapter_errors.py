@@ -24,3 +24,26 @@ def test_plain_container_error_shown_in_the_levels_chapter():
 def test_monitor_every_error_shown_in_the_benchmark_chapter():
     with pytest.raises(ValueError, match=r"monitor_every must be a positive divisor of TOL_WINDOW = 50, so that the tolerance test compares two computed ELBOs; got 7"):
         pln.level5.fit(pln.load_oaks(), 100, monitor_every=7)
+
+
+def test_the_elbo_is_the_exact_expected_log_density_plus_entropy():
+    """The model chapter's reading of the ELBO formula: its two lines are the expected Poisson and
+    Gaussian log-densities plus the entropy of q up to constants, and the +np/2 is what is left of
+    the entropy's constant once the two log(2 pi) terms cancel."""
+    import jax
+    from scipy.special import gammaln
+
+    data = pln.simulate(12, 3, key=jax.random.key(0)).data
+    variational = pln.init_variational(data)
+    params = pln.closed_form_params(data, variational)
+    y, o, x = (np.asarray(a, np.float64) for a in data)
+    m, s = (np.asarray(a, np.float64) for a in variational)
+    b, sigma = (np.asarray(a, np.float64) for a in params)
+    n, p = y.shape
+    poisson = np.sum(y * (o + m) - np.exp(o + m + s**2 / 2) - gammaln(y + 1))
+    residual = m - x @ b
+    scatter = residual.T @ residual + np.diag(np.sum(s**2, axis=0))
+    gaussian = (-n / 2 * np.linalg.slogdet(sigma)[1] - n * p / 2 * np.log(2 * np.pi)
+                - 0.5 * np.trace(np.linalg.solve(sigma, scatter)))
+    entropy = np.sum(np.log(s)) + n * p / 2 * (1 + np.log(2 * np.pi))
+    np.testing.assert_allclose(float(pln.elbo(data, variational, params)), poisson + gaussian + entropy, rtol=1e-4)

@@ -1,6 +1,7 @@
 """Every error shown in the PRNG chapter, pinned: the class and a stable part of its message."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -89,3 +90,30 @@ def test_partitionable_threefry_is_the_default_stream():
     """The chapter's claim: jax_threefry_partitionable is on, so key(0) no longer gives the old tutorials' numbers."""
     assert jax.config.jax_threefry_partitionable
     np.testing.assert_allclose(jax.random.normal(jax.random.key(0), (3,)), [1.6226, 2.0253, -0.4336], atol=1e-4)
+
+
+def test_draws_of_two_distributions_from_one_key_are_tied():
+    """The reuse figure and the workshop's pitfall: uniform and normal draws from one key are not
+    identical but tied, the normal draw an increasing function of the uniform one."""
+    key = jax.random.key(42)
+    u, z = jax.random.uniform(key, (500,)), jax.random.normal(key, (500,))
+    assert not np.allclose(u, z)
+    assert np.all(np.diff(np.asarray(z)[np.argsort(np.asarray(u))]) >= 0)
+
+
+def test_a_prefix_of_a_draw_is_the_smaller_draw_only_with_the_partitionable_layout():
+    """The batch section and the pytrees chapter: 'the first three of ten draws are the draw of three'
+    and 'the bias copies the weights' hold for the default jax_threefry_partitionable=True layout,
+    not with the flag off (the layout of the 2021 tutorials), and never for a column slice."""
+    key = jax.random.key(0)
+
+    def facts():
+        return (
+            bool(jnp.array_equal(jax.random.normal(key, (10,))[:3], jax.random.normal(key, (3,)))),
+            bool(jnp.array_equal(jax.random.normal(key, (5,)), jax.random.normal(key, (5, 10))[0, :5])),
+            bool(jnp.array_equal(jax.random.normal(key, (4, 6))[:, :3], jax.random.normal(key, (4, 3)))),
+        )
+
+    assert facts() == (True, True, False)
+    with jax.threefry_partitionable(False):
+        assert facts() == (False, False, False)

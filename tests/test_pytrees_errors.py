@@ -143,3 +143,34 @@ def test_scan_carry_with_changing_static_field():
 
     with pytest.raises(TypeError, match="carry input and carry output must have the same pytree structure"):
         jax.lax.scan(halve, Iterate(jnp.ones(2)), length=3)
+
+
+def test_aux_data_is_compared_with_eq_not_hashed():
+    """The aux-data section (and the tracing and PLN-levels chapters): jit compares aux data with
+    ==, it does not hash it. A list works, an equal list reuses the trace, an unequal one retraces,
+    and treedefs that differ only in aux data hash alike."""
+
+    @register_pytree_node_class
+    class Box:
+        def __init__(self, x, meta):
+            self.x, self.meta = x, meta
+
+        def tree_flatten(self):
+            return (self.x,), self.meta
+
+        @classmethod
+        def tree_unflatten(cls, meta, children):
+            return cls(children[0], meta)
+
+    traces = []
+
+    @jax.jit
+    def total(box):
+        traces.append(None)
+        return jnp.sum(box.x) * len(box.meta)
+
+    for meta in ([1, 2], [1, 2], [1, 3]):
+        total(Box(jnp.ones(2), meta))
+    assert len(traces) == 2
+    first, other = jax.tree.structure(Box(1.0, [1, 2])), jax.tree.structure(Box(1.0, (5,)))
+    assert hash(first) == hash(other) and first != other

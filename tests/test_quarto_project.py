@@ -90,3 +90,16 @@ def test_a_first_level_one_heading_is_a_title(tmp_path):
     assert page_title("# Welcome {.unnumbered}\n\nText.\n") == "Welcome"
     assert page_title('---\ntitle: "Preface {.unnumbered}"\n---\n# Other\n') == "Preface"
     assert page_title("```{python}\n# a comment, not a heading\n```\n## Intro\n") == ""
+
+
+def test_the_index_takes_the_jax_version_from_the_pin():
+    """The welcome page names no JAX version by hand: a cell prints requirements.txt's pin at render
+    time (an index that said 'updated for JAX 0.10' outlived two pin changes)."""
+    import re
+
+    from tools.book import pinned_jax_version
+
+    text = (ROOT / "index.qmd").read_text()
+    assert not re.findall(r"\b(?:JAX|jax)[ =]+\d+\.\d+", text)
+    assert "pinned_jax_version()" in text
+    assert re.fullmatch(r"\d+\.\d+\.\d+(\.\d+)?", pinned_jax_version())

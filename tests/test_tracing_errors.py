@@ -83,6 +83,28 @@ def test_lax_select_does_not_broadcast():
     assert type(info.value) is TypeError
 
 
+def test_lax_select_broadcasts_a_scalar_predicate_only():
+    """The chapter's exception: a scalar predicate picks a whole case; a predicate of another
+    non-scalar shape is rejected."""
+    np.testing.assert_array_equal(jax.lax.select(jnp.array(False), jnp.ones(3), jnp.zeros(3)), np.zeros(3))
+    with pytest.raises(TypeError, match="select `which` must be scalar or have the same shape as cases"):
+        jax.lax.select(jnp.array([True, False]), jnp.ones(3), jnp.zeros(3))
+
+
+def test_python_scalar_arguments_are_traced_weakly_typed():
+    """'Every non-static argument is traced, Python numbers too': scale=2.0 arrives as ~float32[]."""
+    seen = {}
+
+    @jax.jit
+    def scaled_sum(x, scale):
+        seen["scale"] = scale
+        return scale * jnp.sum(x)
+
+    scaled_sum(jnp.arange(3.0), 2.0)
+    assert isinstance(seen["scale"], jax.core.Tracer)
+    assert str(jax.typeof(seen["scale"])) == "~float32[]"
+
+
 def ones_then_zeros(n, total):
     return jnp.concatenate([jnp.ones(n), jnp.zeros(total - n)])
 
@@ -212,3 +234,20 @@ def test_unique_default_padding_repeats_the_smallest_value():
     labels = jnp.array([3, 1, 3, 3])
     np.testing.assert_array_equal(jnp.unique(labels, size=4), [1, 3, 1, 1])
     np.testing.assert_array_equal(jnp.unique(labels, size=4, fill_value=-1), [1, 3, -1, -1])
+
+
+def test_only_some_computations_on_a_static_n_are_folded():
+    """The folding section's second cell: sum(arange(n)) folds to a constant, but close relatives
+    on the same static n stay run-time work (a fusion in the entry computation)."""
+    from jaxcourse.hlo import entry_opcodes
+
+    def sum_below(n):
+        return jnp.sum(jnp.arange(n, dtype=jnp.float32))
+
+    assert "fusion" not in entry_opcodes(partial(sum_below, 1_000))
+    for variant in (
+        lambda n: jnp.sum(jnp.arange(n, dtype=jnp.float32) ** 2),
+        lambda n: jnp.sum(jnp.sin(jnp.arange(n, dtype=jnp.float32))),
+        lambda n: jnp.arange(n, dtype=jnp.float32) * 2.0,
+    ):
+        assert "fusion" in entry_opcodes(partial(variant, 1_000))

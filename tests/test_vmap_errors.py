@@ -86,3 +86,25 @@ def test_the_fixes_shown_in_the_chapter_run():
     assert jnp.allclose(leaky, jnp.array([-0.2, 3.0]))
     selected = jax.vmap(lambda x: lax.cond(x > 0, jnp.sin, jnp.cos, x))(jnp.array([-1.0, 1.0]))
     assert jnp.allclose(selected, jnp.array([jnp.cos(-1.0), jnp.sin(1.0)]))
+
+
+def test_jit_of_vmap_compiles_per_batch_shape_with_a_program_of_one_size():
+    """The benchmark discussion: jit(vmap(f)) traces again for a new batch size, like every jitted
+    function, but its jaxpr keeps one size, while an unrolled Python loop's grows with the batch."""
+    traces = []
+
+    def one(matrix):
+        traces.append(None)
+        return jnp.sum(matrix @ matrix)
+
+    batched = jax.jit(jax.vmap(one))
+    for k in (2, 4, 4):
+        batched(jnp.ones((k, 3, 3)))
+    assert len(traces) == 2
+
+    def python_loop(matrices):
+        return jnp.stack([one(m) for m in matrices])
+
+    sizes = {k: len(jax.make_jaxpr(jax.vmap(one))(jnp.ones((k, 3, 3))).eqns) for k in (2, 8)}
+    unrolled = {k: len(jax.make_jaxpr(python_loop)(jnp.ones((k, 3, 3))).eqns) for k in (2, 8)}
+    assert sizes[2] == sizes[8] and unrolled[8] > unrolled[2]
