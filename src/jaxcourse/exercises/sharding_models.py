@@ -18,7 +18,16 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from .. import model_parallel as mp
-from ..checks import call_answer, close, exercise_checker, require, require_array, require_callable
+from ..checks import (
+    call_answer,
+    close,
+    describe,
+    exercise_checker,
+    require,
+    require_accepts,
+    require_array,
+    require_callable,
+)
 from ..mesh import DATA
 from ._jaxpr import primitive_names, traced_program
 
@@ -34,8 +43,18 @@ def _line_mesh(mesh: Mesh) -> Mesh:
 def _run_per_device(body, mesh: Mesh, x: np.ndarray, what: str):
     """`body` on each device's rows of `x` (split over "data"), its results stacked by device,
     and the jaxpr of that program."""
+    require_accepts(body, x[:1], what=what)
+
+    def checked(block):  # a wrong kind of result gets a hint, not shard_map's error about specs
+        out = body(block)
+        require(
+            isinstance(out, jax.Array) and out.ndim == 2,
+            f"{what} should return one 2-D array (rows, columns) for each device's block, got {describe(out)}.",
+        )
+        return out
+
     spec = P(DATA)
-    program = jax.shard_map(body, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
+    program = jax.shard_map(checked, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
     placed = jax.device_put(jnp.asarray(x), NamedSharding(mesh, spec))
     result = call_answer(program, placed, what=what)
     jaxpr = traced_program(program, placed, what=what)
@@ -107,8 +126,18 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
     require(isinstance(mesh, Mesh) and DATA in mesh.shape, "pass the chapter's mesh, with a 'data' axis.")
     plan = mp.PLANS["FSDP"]
     specs = mp.stored_specs(plan)
+    require_accepts(fsdp_block_loss, *_fsdp_problem(mesh, 0), what="fsdp_block_loss")
+
+    def checked(params, x_block, y_block):
+        loss = fsdp_block_loss(params, x_block, y_block)
+        require(
+            isinstance(loss, jax.Array) and loss.shape == (),
+            f"fsdp_block_loss should return the loss, one scalar, got {describe(loss)}.",
+        )
+        return loss
+
     loss_fn = jax.shard_map(
-        fsdp_block_loss, mesh=mesh, in_specs=(specs, P(DATA), P(DATA)), out_specs=P(), check_vma=False
+        checked, mesh=mesh, in_specs=(specs, P(DATA), P(DATA)), out_specs=P(), check_vma=False
     )
 
     @jax.jit
