@@ -1,0 +1,62 @@
+"""The work of one iteration of each PLN level, as XLA counts it: FLOPs and bytes for the roofline."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ..roofline import Cost, cost_of, loop_body_cost
+from ._algorithm import ADAM, init_variational, update_step
+from ._data import PLNData
+from ._model import closed_form_params
+from .convergence import DEFAULT_TOL, run_loop
+from .profiled import prepare
+
+SHARED_ITERATION_LEVELS = (0, 1, 2, 3, 4)
+"""The levels that run one iteration, `update_step` (a gradient step, then the closed-form B
+and Sigma), and so have one cost per iteration; they differ in how they call it."""
+
+
+def iteration_cost(level: int, data: PLNData, *, optimizer: optax.GradientTransformation | None = None) -> Cost:
+    """The `Cost` (FLOPs, transcendentals, bytes) of one iteration of `level` on `data`.
+
+    Levels 0-4: `update_step` compiled on its own, the iteration that level 0 runs op by op,
+    level 1 as three jitted calls and levels 2-4 inside a `scan`. Level 5: one pass of the
+    body of its `while_loop` (`convergence.run_loop`: an evaluation of the profiled ELBO, the
+    tolerance test and the optimizer's update), taken out of the loop by
+    `roofline.loop_body_cost`.
+
+    Args:
+        level: 0 to 5. Level 6 is refused: its iteration is level 5's, run inside `shard_map`
+            with a `psum`, whose body cannot be compiled on its own; ask for level 5.
+        data: the data the fit runs on.
+        optimizer: the level's optimizer; its default (`ADAM`, `level5.RPROP`) when None.
+
+    Raises:
+        ValueError: a level other than 0-5.
+    """
+    if level == 6:
+        raise ValueError("level 6 runs level 5's iteration on each device inside shard_map: use level 5.")
+    if level in SHARED_ITERATION_LEVELS:
+        return _shared_iteration_cost(data, ADAM if optimizer is None else optimizer)
+    if level == 5:
+        from .level5 import RPROP
+
+        return _profiled_iteration_cost(data, RPROP if optimizer is None else optimizer)
+    raise ValueError(f"level must be one of 0-5, got {level!r}.")
+
+
+def _shared_iteration_cost(data: PLNData, optimizer) -> Cost:
+    variational = init_variational(data)
+    params = closed_form_params(data, variational)
+    step = jax.jit(update_step, static_argnames="optimizer")
+    return cost_of(step, variational, params, optimizer.init(variational), data, optimizer=optimizer)
+
+
+def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:
+    loop = partial(run_loop, n_iter=2, optimizer=optimizer)
+    tol = jnp.asarray(DEFAULT_TOL, data.counts.dtype)
+    return loop_body_cost(loop, prepare(data), init_variational(data), tol)
