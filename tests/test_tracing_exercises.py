@@ -2,16 +2,17 @@
 
 import dataclasses
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import pytest
 
 from jaxcourse.exercises.tracing import (
-    check_mean_of_positives,
     check_polynomial_features,
     check_polynomial_class,
     check_prefix_sum,
+    check_solver_options,
 )
 from jaxcourse.tracecount import count_traces
 
@@ -20,7 +21,7 @@ def stub(*args, **kwargs):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("checker", [check_mean_of_positives, check_prefix_sum, check_polynomial_features])
+@pytest.mark.parametrize("checker", [check_prefix_sum, check_polynomial_features])
 def test_stub_is_not_yet(checker):
     """A stub that raises NotImplementedError gets 'no answer yet', not an exception."""
     verdict = checker(stub)
@@ -28,15 +29,16 @@ def test_stub_is_not_yet(checker):
     assert "no answer yet" in verdict.message
 
 
-def test_none_is_not_yet():
-    """The class exercise starts from `Polynomial = None`."""
-    verdict = check_polynomial_class(None)
+@pytest.mark.parametrize("checker", [check_solver_options, check_polynomial_class])
+def test_none_is_not_yet(checker):
+    """The class exercises start from `SolverOptions = None` and `Polynomial = None`."""
+    verdict = checker(None)
     assert not verdict
     assert "no answer yet" in verdict.message
 
 
 @pytest.mark.parametrize(
-    "checker", [check_mean_of_positives, check_prefix_sum, check_polynomial_features]
+    "checker", [check_prefix_sum, check_polynomial_features]
 )
 def test_missing_return_gets_hint(checker):
     """A function that computes but returns None gets a hint, not a crash in the checker."""
@@ -63,43 +65,60 @@ def test_count_traces_counts_traces_not_calls():
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
-def test_mean_of_positives_reference_passes():
-    def mean_of_positives(x):
-        positive = x > 0
-        return jnp.sum(jnp.where(positive, x, 0.0)) / jnp.sum(positive)
+@dataclasses.dataclass(frozen=True)
+class FrozenOptions:
+    method: str
+    n_iter: int
 
-    assert check_mean_of_positives(mean_of_positives)
+
+class TupleOptions(NamedTuple):
+    method: str
+    n_iter: int
+
+
+@pytest.mark.parametrize("answer", [FrozenOptions, TupleOptions], ids=["frozen-dataclass", "namedtuple"])
+def test_solver_options_references_pass(answer):
+    """Any class that is immutable, equal and hashed by its fields passes."""
+    assert check_solver_options(answer)
+
+
+class PlainOptions:
+    def __init__(self, method, n_iter):
+        self.method, self.n_iter = method, n_iter
+
+
+@dataclasses.dataclass
+class EqualButUnhashable:
+    method: str
+    n_iter: int
+
+
+@dataclasses.dataclass(unsafe_hash=True)
+class MutableOptions:
+    method: str
+    n_iter: int
+
+
+@dataclasses.dataclass(frozen=True)
+class ComparesMethodOnly:
+    method: str
+    n_iter: int = dataclasses.field(compare=False)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda x: x[x > 0].mean(), "jnp.where(x > 0, x, 0.0)"),
-        (lambda x: jnp.mean(jnp.where(x > 0, x, 0.0)), "not by x.size"),
-        (lambda x: jnp.sum(jnp.where(x >= 0, x, 0.0)) / jnp.sum(x >= 0), "zeros are not positive"),
-        (lambda x: jnp.where(x > 0, x, 0.0), "the mean, a scalar"),
-        (lambda x: (jnp.sum(jnp.where(x > 0, x, 0.0)), jnp.sum(x > 0)), "got a tuple of 2 items"),
-        (lambda x: jnp.max(jnp.where(x > 0, x, 0.0)), "wrong value"),
+        (PlainOptions, "are equal (and hash) by identity"),
+        (EqualButUnhashable, "sets __hash__ to None"),
+        (MutableOptions, "an instance can be changed after it is made"),
+        (ComparesMethodOnly, "== must compare every field"),
     ],
-    ids=["boolean-mask", "mean-over-all", "counts-zeros", "not-reduced", "sum-and-count-pair", "max-not-mean"],
+    ids=["plain-class", "dataclass-not-frozen", "unsafe-hash", "field-left-out-of-eq"],
 )
-def test_mean_of_positives_wrong_answers_fail(wrong, hint):
-    verdict = check_mean_of_positives(wrong)
+def test_solver_options_wrong_answers_fail(wrong, hint):
+    verdict = check_solver_options(wrong)
     assert not verdict
     assert hint in verdict.message
-
-
-def test_mean_of_positives_python_if_gets_hint():
-    def with_if(x):
-        total = 0.0
-        for value in x:
-            if value > 0:
-                total = total + value
-        return total
-
-    verdict = check_mean_of_positives(with_if)
-    assert not verdict
-    assert "select values with jnp.where" in verdict.message
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
@@ -112,11 +131,40 @@ def test_prefix_sum_reference_passes():
     assert check_prefix_sum(prefix_sum)
 
 
-def test_prefix_sum_fori_loop_also_passes():
-    def prefix_sum(x, n):
-        return jax.lax.fori_loop(0, n, lambda i, total: total + x[i], jnp.zeros((), x.dtype))
+def test_prefix_sum_as_a_masked_dot_product_passes():
+    """Any fixed-size mask of positions passes, not only jnp.where."""
+    assert check_prefix_sum(lambda x, n: (jnp.arange(x.shape[0]) < n).astype(x.dtype) @ x)
 
-    assert check_prefix_sum(prefix_sum)
+
+def _cumsum_then_read(x, n):
+    """The review's answer: right values, but every prefix computed and one read at position n."""
+    return jnp.concatenate([jnp.zeros(1), jnp.cumsum(x)])[n]
+
+
+def _fori_loop(x, n):
+    return jax.lax.fori_loop(0, n, lambda i, total: total + x[i], jnp.zeros((), x.dtype))
+
+
+def _dynamic_window(x, n):
+    """A fixed-size window that starts at a traced position: x padded, read from position n."""
+    padded = jnp.concatenate([x, jnp.zeros_like(x)])
+    return jnp.sum(x) - jnp.sum(jax.lax.dynamic_slice(padded, (n,), (x.shape[0],)))
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (_cumsum_then_read, "a cumulative sum followed by a read at position n skips the lesson"),
+        (_fori_loop, "this exercise practises the mask"),
+        (_dynamic_window, "at a position computed from n"),
+    ],
+    ids=["cumsum-then-index", "fori-loop", "dynamic-slice"],
+)
+def test_prefix_sum_answers_that_skip_the_mask_fail(wrong, hint):
+    """Right values by another method: the checker reads the jaxpr and names the method."""
+    verdict = check_prefix_sum(wrong)
+    assert not verdict
+    assert hint in verdict.message
 
 
 @pytest.mark.parametrize(

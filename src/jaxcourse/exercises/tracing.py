@@ -20,6 +20,7 @@ from ..checks import (
     require_registered_pytree,
 )
 from ..tracecount import count_traces
+from ._jaxpr import primitive_names, traced_program
 
 _NON_HASHABLE_STATIC = "Non-hashable static arguments"
 _ARRAY_METADATA = "metadata fields"
@@ -41,67 +42,82 @@ def _run(fn: Callable, *args, hints: list[tuple[type, str, str]], what: str = "y
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
-def _mean_of_positives_inputs() -> list[np.ndarray]:
-    rng = np.random.default_rng(1)
-    samples = [
-        np.array([-2.0, 0.0, 1.0, 3.0, -1.0, 0.0], dtype=np.float32),
-        np.array([2.5, 2.5, 2.5, 2.5], dtype=np.float32),  # ties: every entry positive and equal
-        np.array([0.0, -1.0, 0.0, 7.0, -3.0], dtype=np.float32),  # a single positive entry
-    ]
-    for size in (6, 6, 50):
-        x = rng.normal(size=size).astype(np.float32)
-        x[0] = abs(x[0]) + 0.5  # at least one positive entry
-        x[1] = 0.0  # zeros are not positive
-        samples.append(x)
-    return samples
+def solve(x, options):
+    """The exercise's function: `options.method` picks a Python branch and `options.n_iter` a loop
+    length, so `options` must be a static argument."""
+    for _ in range(options.n_iter):
+        x = jnp.cos(x) if options.method == "cos" else jnp.sin(x)
+    return x
 
 
-@exercise_checker("Exercise 1 (mean of the positive entries under jit)")
-def check_mean_of_positives(mean_of_positives: Callable) -> None:
-    """Checks `mean_of_positives(x)`: the mean of the strictly positive entries of a 1-D array."""
-    require_callable(mean_of_positives, "mean_of_positives")
-    jitted = jax.jit(mean_of_positives)
+def _expected_solve(x: np.ndarray, method: str, n_iter: int) -> np.ndarray:
+    step = np.cos if method == "cos" else np.sin
+    for _ in range(n_iter):
+        x = step(x)
+    return x
+
+
+_SETTINGS = (("cos", 3), ("cos", 3), ("sin", 3), ("cos", 4), ("sin", 3))
+"""The checker's calls, in order: an equal instance made afresh, then each field changed, then back."""
+
+
+@exercise_checker("Exercise 1 (a configuration that jit can key on)")
+def check_solver_options(SolverOptions: type) -> None:
+    """Checks a class `SolverOptions(method, n_iter)` used as a static argument of
+    `jax.jit(solve, static_argnums=1)`: equal instances share one trace, instances that differ in
+    any field get their own, results are right, and an instance cannot be changed."""
+    require(inspect.isclass(SolverOptions), "pass the class itself, e.g. check_solver_options(SolverOptions).")
     hints = [
         (
-            jax.errors.NonConcreteBooleanIndexError,
-            "",
-            "x[x > 0] has a shape that depends on the data, which jit cannot compile. Keep the "
-            "shape fixed: jnp.where(x > 0, x, 0.0) zeroes the others, and jnp.sum(x > 0) counts.",
+            ValueError,
+            _NON_HASHABLE_STATIC,
+            "jit could not hash your instance. A @dataclasses.dataclass with eq=True (the default) sets "
+            "__hash__ to None; make it frozen=True, which gives a __hash__ from the fields.",
         ),
         (
             jax.errors.TracerBoolConversionError,
             "",
-            "a Python `if` (or `and`/`or`) on a traced value cannot be decided while tracing; "
-            "select values with jnp.where instead of branching.",
-        ),
-        (
-            jax.errors.ConcretizationTypeError,
-            "",
-            "your function needs a concrete value that only exists at run time (float(), .item(), "
-            "jnp.unique without size=...). Use jnp.where and jnp.sum, which keep shapes fixed.",
+            "a field reached jit as a tracer: the instance must be the static argument itself, not a pytree.",
         ),
     ]
-    for x in _mean_of_positives_inputs():
-        positives = x[x > 0]
-        expected = positives.sum(dtype=np.float64) / positives.size
-        for how, fn in ((" under jax.jit", jitted), ("", mean_of_positives)):
-            actual = require_array(_run(fn, jnp.asarray(x), hints=hints, what=f"mean_of_positives{how}"), (),
-                                   what=f"mean_of_positives{how}", expected="the mean, a scalar")
-            if not close(actual, expected, rtol=1e-5, atol=1e-5):
-                break
-        else:
-            continue
+    counted = count_traces(solve)
+    jitted = jax.jit(counted, static_argnums=1)
+    x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
+    seen: dict[tuple, int] = {}
+    for method, n_iter in _SETTINGS:
+        options = _run(SolverOptions, method, n_iter, hints=hints, what=f"SolverOptions({method!r}, {n_iter})")
+        for field, value in (("method", method), ("n_iter", n_iter)):
+            require(
+                getattr(options, field, None) == value,
+                f"SolverOptions({method!r}, {n_iter}).{field} should be {value!r}: keep both fields, in this order.",
+            )
+        before = counted.traces
+        result = _run(jitted, jnp.asarray(x), options, hints=hints, what="jax.jit(solve, static_argnums=1)")
         require(
-            not close(actual, positives.sum(dtype=np.float64) / x.size, atol=1e-5),
-            "you averaged over every entry: divide the sum of the positive entries by how many "
-            "there are (jnp.sum(x > 0)), not by x.size.",
+            close(result, _expected_solve(x, method, n_iter), rtol=1e-5, atol=1e-6),
+            f"solve(x, SolverOptions({method!r}, {n_iter})) reused a program compiled for other options: "
+            "== must compare every field (and __hash__ use only fields that == compares).",
         )
-        nonnegative = x[x >= 0]
-        require(
-            not close(actual, nonnegative.sum(dtype=np.float64) / nonnegative.size, atol=1e-5),
-            "zeros are not positive: use x > 0, not x >= 0, so they are not counted.",
-        )
-        require(False, f"wrong value for x = {np.round(x, 3).tolist()}: expected {expected:.5f}, got {float(actual):.5f}.")
+        if (method, n_iter) in seen:
+            require(
+                counted.traces == before,
+                f"a new SolverOptions({method!r}, {n_iter}), equal to one already used, traced again: your "
+                "instances are equal (and hash) by identity, Python's default. Compare and hash by the "
+                "fields, e.g. @dataclasses.dataclass(frozen=True).",
+            )
+        seen[(method, n_iter)] = counted.traces
+    require(counted.traces == 3, f"three distinct settings should give three traces, got {counted.traces}.")
+    options = _run(SolverOptions, "cos", 3, hints=hints, what="SolverOptions('cos', 3)")
+    try:
+        options.n_iter = 5
+    except (AttributeError, TypeError):
+        return
+    require(
+        False,
+        "an instance can be changed after it is made (options.n_iter = 5 worked). jit keys its cache on "
+        "the instance, so a changed one would find the program compiled for its old value, or break the "
+        "cache's dictionary: make the class immutable, e.g. @dataclasses.dataclass(frozen=True).",
+    )
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
@@ -168,6 +184,38 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
     require(
         close(actual, y[:9].sum(dtype=np.float64), atol=1e-5),
         "wrong for a longer x (11 entries, n = 9): use x.shape[0], not a fixed length, to build the mask.",
+    )
+    _require_one_masked_pass(prefix_sum, jnp.asarray(x), jnp.int32(3), hints)
+
+
+_CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+_READ_AT_A_POSITION = {"dynamic_slice", "gather", "dynamic_update_slice", "scatter", "scatter-add", "scatter_add"}
+
+
+def _require_one_masked_pass(prefix_sum: Callable, x, n, hints) -> None:
+    """The method: one pass over all of x, selected by a mask of positions compared with n. The
+    jaxpr must hold no cumulative primitive, no read at a position computed from n, no loop."""
+    primitives = set(primitive_names(traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints))))
+    require(
+        not primitives & _CUMULATIVE,
+        "the values are right, but a cumulative sum followed by a read at position n skips the lesson: "
+        "it computes every prefix to keep one. Compare positions with n instead, "
+        "jnp.arange(x.shape[0]) < n, and sum the entries the mask keeps.",
+    )
+    require(
+        "while" not in primitives,
+        "the values are right, but a loop whose trip count is n (lax.fori_loop) is the other fix; this "
+        "exercise practises the mask: jnp.where(jnp.arange(x.shape[0]) < n, x, 0.0), then one sum.",
+    )
+    require(
+        not primitives & _READ_AT_A_POSITION,
+        "the values are right, but your program reads x (or an array made from it) at a position "
+        "computed from n (an index x[n] or a dynamic_slice). Keep every read fixed and select with a "
+        "mask: jnp.arange(x.shape[0]) < n.",
+    )
+    require(
+        "iota" in primitives,
+        "the values are right, but no mask of positions was built: compare jnp.arange(x.shape[0]) with n.",
     )
 
 
