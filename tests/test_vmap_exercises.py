@@ -182,20 +182,15 @@ def test_pairwise_transposed_gets_the_order_hint():
 # Exercise 4 -----------------------------------------------------------------------------
 
 
-def _poisson_loss(w, x, y):
-    z = x @ w
-    return jnp.exp(z) - y * z
-
-
-def _per_example(w, xs, ys):
-    return jax.vmap(jax.grad(_poisson_loss), in_axes=(None, 0, 0))(w, xs, ys)
+def _per_example(loss, w, xs, ys):
+    return jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
 
 
 def test_clipped_mean_grad_reference_passes():
-    """vmap(grad), clipping each example, then the mean, is accepted (and works under jit)."""
+    """vmap(grad(loss)), clipping each example, then the mean, is accepted for every loss (and under jit)."""
 
-    def clipped_mean_grad(w, xs, ys, max_norm):
-        grads = _per_example(w, xs, ys)
+    def clipped_mean_grad(loss, w, xs, ys, max_norm):
+        grads = _per_example(loss, w, xs, ys)
         norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
         return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
 
@@ -205,8 +200,8 @@ def test_clipped_mean_grad_reference_passes():
 def test_clipping_the_mean_fails():
     """Clipping the averaged gradient instead of each example's is rejected with a hint."""
 
-    def clipped_mean_grad(w, xs, ys, max_norm):
-        mean = _per_example(w, xs, ys).mean(axis=0)
+    def clipped_mean_grad(loss, w, xs, ys, max_norm):
+        mean = _per_example(loss, w, xs, ys).mean(axis=0)
         return mean * jnp.minimum(1.0, max_norm / jnp.linalg.norm(mean))
 
     verdict = check_clipped_mean_grad(clipped_mean_grad)
@@ -215,13 +210,13 @@ def test_clipping_the_mean_fails():
 
 def test_no_clipping_fails():
     """The plain mean of the per-example gradients is rejected."""
-    verdict = check_clipped_mean_grad(lambda w, xs, ys, max_norm: _per_example(w, xs, ys).mean(axis=0))
+    verdict = check_clipped_mean_grad(lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys).mean(axis=0))
     assert not verdict and "no example was clipped" in verdict.message
 
 
 def test_per_example_gradients_without_mean_fail():
     """Returning the (n, d) matrix of gradients is rejected with a shape hint."""
-    verdict = check_clipped_mean_grad(lambda w, xs, ys, max_norm: _per_example(w, xs, ys))
+    verdict = check_clipped_mean_grad(lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys))
     assert not verdict and "one gradient per example" in verdict.message
 
 
@@ -231,27 +226,27 @@ def test_python_min_on_a_tracer_gets_a_hint():
     def clip_one(g, max_norm):
         return g * min(1.0, max_norm / jnp.linalg.norm(g))
 
-    def clipped_mean_grad(w, xs, ys, max_norm):
-        grads = _per_example(w, xs, ys)
+    def clipped_mean_grad(loss, w, xs, ys, max_norm):
+        grads = _per_example(loss, w, xs, ys)
         return jax.vmap(clip_one, in_axes=(0, None))(grads, max_norm).mean(axis=0)
 
     verdict = check_clipped_mean_grad(clipped_mean_grad)
     assert not verdict and "jnp.minimum" in verdict.message
 
 
-def _clip_each_coordinate(w, xs, ys, max_norm):
-    return jnp.clip(_per_example(w, xs, ys), -max_norm, max_norm).mean(axis=0)
+def _clip_each_coordinate(loss, w, xs, ys, max_norm):
+    return jnp.clip(_per_example(loss, w, xs, ys), -max_norm, max_norm).mean(axis=0)
 
 
-def _rescale_every_gradient(w, xs, ys, max_norm):
+def _rescale_every_gradient(loss, w, xs, ys, max_norm):
     """Every gradient scaled to norm max_norm (no min with 1): also the small ones change."""
-    grads = _per_example(w, xs, ys)
+    grads = _per_example(loss, w, xs, ys)
     return jnp.mean(grads * max_norm / jnp.maximum(jnp.linalg.norm(grads, axis=1, keepdims=True), 1e-12), axis=0)
 
 
-def _normalise_then_scale(w, xs, ys, max_norm):
+def _normalise_then_scale(loss, w, xs, ys, max_norm):
     """g / norm(g) * min(norm, max_norm): NaN for the example whose gradient is exactly zero."""
-    grads = _per_example(w, xs, ys)
+    grads = _per_example(loss, w, xs, ys)
     norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
     return jnp.mean(grads / norms * jnp.minimum(norms, max_norm), axis=0)
 
@@ -270,16 +265,34 @@ def test_wrong_clipping_gets_the_hint_naming_it(wrong, hint):
     assert not verdict and hint in verdict.message
 
 
-def test_hand_derived_gradient_fails():
-    """(exp(x.w) - y) x by hand gives the right numbers, but the exercise asks for vmap of grad."""
+def _clip_and_average(grads, max_norm):
+    norms = jax.vmap(jnp.linalg.norm)(grads)[:, None]  # a vmap, but not for the gradients
+    return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
 
-    def clipped_mean_grad(w, xs, ys, max_norm):
-        grads = (jnp.exp(xs @ w) - ys)[:, None] * xs
-        norms = jnp.linalg.norm(grads, axis=1, keepdims=True)
-        return jnp.mean(grads * jnp.minimum(1.0, max_norm / norms), axis=0)
 
-    verdict = check_clipped_mean_grad(clipped_mean_grad)
-    assert not verdict and "no vmap computed the per-example gradients" in verdict.message
+def _hand_derived_poisson(loss, w, xs, ys, max_norm):
+    """The review's answer: (exp(x.w) - y) x by hand, with a vmap for the norms only."""
+    return _clip_and_average((jnp.exp(xs @ w) - ys)[:, None] * xs, max_norm)
+
+
+def _python_loop_of_grad(loss, w, xs, ys, max_norm):
+    """Autodiff of the right loss, but one example at a time: the program grows with the batch."""
+    grads = jnp.stack([jax.grad(loss)(w, x, y) for x, y in zip(xs, ys)])
+    return _clip_and_average(grads, max_norm)
+
+
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (_hand_derived_poisson, "your per-example gradients are Poisson's"),
+        (_python_loop_of_grad, "a Python loop over the examples unrolls into the program"),
+    ],
+    ids=["hand-derived-gradient", "python-loop-of-grad"],
+)
+def test_answers_that_skip_vmap_of_grad_fail(wrong, hint):
+    """Right numbers for the Poisson loss without vmap of grad: the logistic loss and the program size catch them."""
+    verdict = check_clipped_mean_grad(wrong)
+    assert not verdict and hint in verdict.message
 
 
 def test_the_vmap_depth_probe_works_on_the_pinned_jax():

@@ -17,7 +17,7 @@ from ..checks import (
     require,
     require_array,
 )
-from ._jaxpr import traced_program
+from ._jaxpr import primitive_names, traced_program
 
 _fresh_sizes = itertools.count(11)
 """Batch sizes used by no earlier check, so that no cached trace hides how an answer batches."""
@@ -241,31 +241,56 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
 # Exercise 4 ------------------------------------------------------------------------------------
 
 
-def _poisson_reference(weights, xs, ys, max_norm):
-    """Per-example gradients of exp(x.w) - y x.w, each clipped to `max_norm`, then averaged."""
-    weights, xs, ys = (np.asarray(a, dtype=np.float64) for a in (weights, xs, ys))
-    grads = (np.exp(xs @ weights) - ys)[:, None] * xs
+def poisson_loss(weights, x, y):
+    """Negative Poisson log-likelihood of one count y with log-mean x . w (up to log y!)."""
+    z = x @ weights
+    return jnp.exp(z) - y * z
+
+
+def logistic_loss(weights, x, y):
+    """Logistic loss of one label y in {-1, 1} with score x . w: log(1 + exp(-y x . w))."""
+    return jnp.logaddexp(0.0, -y * (x @ weights))
+
+
+def _per_example_grads(loss, weights, xs, ys) -> np.ndarray:
+    """The checker's own per-example gradients: vmap of grad, in float64 under enable_x64."""
+    with jax.enable_x64(True):
+        args = (jnp.asarray(np.asarray(a, np.float64)) for a in (weights, xs, ys))
+        return np.asarray(jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(*args))
+
+
+def _clipped_reference(grads: np.ndarray, max_norm: float) -> np.ndarray:
     norms = np.linalg.norm(grads, axis=1, keepdims=True)
     factors = np.minimum(1.0, max_norm / np.where(norms > 0, norms, 1.0))
-    return (grads * factors).mean(axis=0), grads
+    return (grads * factors).mean(axis=0)
 
 
-def _clipping_cases() -> list[tuple[str, tuple, float]]:
+def _clipping_cases() -> list[tuple[str, object, tuple, float]]:
     rng = np.random.default_rng(2)
     xs = rng.normal(size=(8, 3)).astype(np.float32)
-    xs[5] = 0.0  # an example whose gradient is exactly zero: its norm is 0
-    ys = rng.poisson(2.0, size=8).astype(np.float32)
+    xs[5] = 0.0  # an example whose Poisson gradient is exactly zero: its norm is 0
+    counts = rng.poisson(2.0, size=8).astype(np.float32)
+    labels = np.where(rng.random(8) < 0.5, -1.0, 1.0).astype(np.float32)
     weights = np.array([0.3, -0.2, 0.5], dtype=np.float32)
-    args = (jnp.asarray(weights), jnp.asarray(xs), jnp.asarray(ys))
+    poisson = (jnp.asarray(weights), jnp.asarray(xs), jnp.asarray(counts))
+    logistic = (jnp.asarray(weights), jnp.asarray(xs), jnp.asarray(labels))
     # 0.3 is below most per-example norms and the mean's norm; 1e3 clips nothing.
-    return [("max_norm=0.3", args, 0.3), ("max_norm=1000 (nothing to clip)", args, 1e3)]
+    return [
+        ("poisson_loss, max_norm=0.3", poisson_loss, poisson, 0.3),
+        ("poisson_loss, max_norm=1000 (nothing to clip)", poisson_loss, poisson, 1e3),
+        ("logistic_loss, max_norm=0.1", logistic_loss, logistic, 0.1),
+    ]
 
 
-def _wrong_clipping_hint(result: np.ndarray, grads: np.ndarray, expected: np.ndarray, max_norm: float) -> str:
+def _wrong_clipping_hint(result: np.ndarray, grads: np.ndarray, expected: np.ndarray, max_norm: float,
+                         poisson_expected: np.ndarray) -> str:
     """The hint naming the clipping mistake that explains `result`, else a general one."""
     unclipped = grads.mean(axis=0)
     norms = np.linalg.norm(grads, axis=1, keepdims=True)
     candidates = [
+        (poisson_expected, "your per-example gradients are Poisson's although the loss passed in is "
+                           "another: differentiate the `loss` you are given, jax.vmap(jax.grad(loss), "
+                           "in_axes=(None, 0, 0)), instead of a gradient derived by hand."),
         (unclipped, "this is the plain mean gradient: no example was clipped. Scale each per-example "
                     "gradient by min(1, max_norm / its norm)."),
         (unclipped * min(1.0, max_norm / np.linalg.norm(unclipped)),
@@ -281,9 +306,9 @@ def _wrong_clipping_hint(result: np.ndarray, grads: np.ndarray, expected: np.nda
     for candidate, hint in candidates:
         if close(result, candidate, rtol=1e-3, atol=1e-4):
             return hint
-    return ("wrong values. Check the per-example gradients (each g_i = (exp(x_i . w) - y_i) x_i, what "
-            "jax.vmap(jax.grad(poisson_loss), in_axes=(None, 0, 0)) gives), then the clipping: each g_i "
-            "times min(1, max_norm / norm(g_i)), then the mean over the examples.")
+    return ("wrong values. Check the per-example gradients (what jax.vmap(jax.grad(loss), "
+            "in_axes=(None, 0, 0)) gives), then the clipping: each g_i times min(1, max_norm / "
+            "norm(g_i)), then the mean over the examples.")
 
 
 _PYTHON_MIN_HINTS = (
@@ -296,15 +321,25 @@ _PYTHON_MIN_HINTS = (
 )
 
 
+def _equation_count(answer, args: tuple, what: str) -> int:
+    """How many equations, nested ones included, the answer's program has for these arguments."""
+    return len(primitive_names(traced_program(answer, *args, what=what, hints=_PYTHON_MIN_HINTS)))
+
+
 @exercise_checker("Exercise 4 (clipped per-example gradients)")
 def check_clipped_mean_grad(clipped_mean_grad) -> None:
-    """`clipped_mean_grad(weights, xs, ys, max_norm)`: mean of per-example Poisson gradients
-    (from `vmap` of `grad`), each clipped to L2 norm at most `max_norm`; eagerly and under
-    `jax.jit` with `max_norm` traced."""
-    for case, args, max_norm in _clipping_cases():
-        expected, grads = _poisson_reference(*args, max_norm)
+    """`clipped_mean_grad(loss, weights, xs, ys, max_norm)`: the mean of the per-example gradients
+    of any per-example `loss(weights, x, y)`, each clipped to L2 norm at most `max_norm`; eagerly
+    and under `jax.jit` with `max_norm` traced, for the Poisson and the logistic loss. The
+    gradients must come from autodiff of `loss` (a gradient derived by hand for one loss fails on
+    the other), batched by vmap: the program does not grow with the number of examples."""
+    for case, loss, args, max_norm in _clipping_cases():
+        grads = _per_example_grads(loss, *args)
+        expected = _clipped_reference(grads, max_norm)
+        poisson_expected = _clipped_reference(_per_example_grads(poisson_loss, *args), max_norm)
         results = call_eager_and_jitted(
-            clipped_mean_grad, *args, max_norm, what="clipped_mean_grad", hints=_PYTHON_MIN_HINTS
+            lambda *a, loss=loss: clipped_mean_grad(loss, *a),
+            *args, max_norm, what="clipped_mean_grad", hints=_PYTHON_MIN_HINTS,
         )
         for how, result in results:
             require(
@@ -320,14 +355,27 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
                 "fine inside the minimum); dividing the gradient by its norm gives NaN.",
             )
             if not close(result, expected, rtol=1e-3, atol=1e-4):
-                require(False, f"with {case}{how}: " + _wrong_clipping_hint(result, grads, expected, max_norm))
-    args = _clipping_cases()[0][1]
-    fresh = next(_fresh_sizes)
+                require(False, f"with {case}{how}: " + _wrong_clipping_hint(result, grads, expected, max_norm, poisson_expected))
+    weights = _clipping_cases()[0][2][0]
+    small, large = next(_fresh_sizes), next(_fresh_sizes) + 8
+    sizes = [
+        _equation_count(
+            lambda w, xs, ys, m: clipped_mean_grad(poisson_loss, w, xs, ys, m),
+            (weights, jnp.ones((n, 3)), jnp.ones((n,)), 0.3), what="clipped_mean_grad",
+        )
+        for n in (small, large)
+    ]
+    require(
+        sizes[0] == sizes[1],
+        f"the values are right, but your program has {sizes[0]} operations for {small} examples and "
+        f"{sizes[1]} for {large}: a Python loop over the examples unrolls into the program. Batch "
+        "them with jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)).",
+    )
     _require_vmap(
-        clipped_mean_grad,
-        (args[0], jnp.ones((fresh, 3)), jnp.ones((fresh,)), 0.3),
+        lambda w, xs, ys, m: clipped_mean_grad(poisson_loss, w, xs, ys, m),
+        (weights, jnp.ones((small, 3)), jnp.ones((small,)), 0.3),
         1,
-        "the values are right, but no vmap computed the per-example gradients: the exercise asks for "
-        "jax.vmap(jax.grad(poisson_loss), in_axes=(None, 0, 0)), not a gradient derived by hand.",
+        "the values are right, but no vmap batched the examples: compute the per-example gradients "
+        "with jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)).",
         what="clipped_mean_grad",
     )
