@@ -1,4 +1,4 @@
-"""Figures shared by chapters: ELBO traces and count matrices."""
+"""Figures shared by chapters: ELBO traces, count matrices, profiler timelines and rooflines."""
 
 from __future__ import annotations
 
@@ -63,4 +63,63 @@ def plot_count_matrix(counts, *, ax=None, title: str | None = None):
     ax.grid(False)
     if title:
         ax.set_title(title)
+    return ax
+
+
+TIMELINE_ROWS = ("dispatch", "compile", "run", "thunk")
+"""The kinds of trace event `plot_timeline` draws, one row each, top to bottom."""
+
+
+def plot_timeline(events, *, ax=None, min_gap_us: float = 50.0, title: str | None = None):
+    """Draws a profiler trace as a timeline: one row per kind of event (`profiling.KINDS`:
+    Python's calls of jitted functions, compilation, the executable's run, XLA:CPU's thunks),
+    time in milliseconds, and the idle gaps between thunks longer than `min_gap_us` shaded.
+    `events` are `profiling.TraceEvent`s (`profiling.read_trace`); returns the axes."""
+    from .profiling import KINDS, idle_gaps
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(8, 3))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for row, kind in enumerate(TIMELINE_ROWS):
+        spans = [(event.start_us / 1e3, event.duration_us / 1e3) for event in events if event.kind == kind]
+        ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=colours[row % len(colours)])
+    gaps = [(start / 1e3, length / 1e3) for start, length in idle_gaps(events, min_gap_us=min_gap_us)]
+    thunk_row = TIMELINE_ROWS.index("thunk")
+    ax.broken_barh(gaps, (thunk_row - 0.5, 1.0), facecolors="none", edgecolors="red", hatch="//", linewidth=0.5)
+    ax.set_yticks(range(len(TIMELINE_ROWS)), [KINDS[kind] for kind in TIMELINE_ROWS])
+    ax.set_ylim(len(TIMELINE_ROWS) - 0.5, -0.5)
+    ax.set_xlabel("time since the first event (ms)")
+    ax.grid(False, axis="y")
+    if gaps:
+        ax.plot([], [], color="red", linewidth=0.8, label=f"idle gaps between thunks (> {min_gap_us:g} µs)")
+        ax.legend(loc="lower right", fontsize="small")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def plot_roofline(roofline, points: Mapping[str, tuple], *, ax=None):
+    """Draws a roofline: the attainable FLOP rate against arithmetic intensity (log-log), the
+    machine's two roofs (`roofline.Roofline`) meeting at the ridge, and one marker per program.
+
+    Args:
+        roofline: the measured `Roofline`.
+        points: label -> `(cost, seconds)`: a program's `roofline.Cost` and one run's time.
+            Each is drawn at its intensity and attained rate (FLOPs / seconds).
+
+    Returns the axes.
+    """
+    if ax is None:
+        _, ax = plt.subplots()
+    intensities = [cost.intensity for cost, _ in points.values() if cost.intensity > 0]
+    low = min([roofline.ridge / 100, *intensities]) / 2
+    high = max([roofline.ridge * 100, *intensities]) * 2
+    grid = np.geomspace(low, high, 200)
+    ax.plot(grid, [roofline.bound(value) for value in grid], color="black", linewidth=1.5, label="roofline")
+    ax.axvline(roofline.ridge, color="grey", linestyle=":", linewidth=1, label=f"ridge, {roofline.ridge:.1f} FLOP/byte")
+    markers = "osD^v<>ph*"
+    for index, (label, (cost, seconds)) in enumerate(points.items()):
+        ax.plot(cost.intensity, cost.flops / seconds, marker=markers[index % len(markers)], linestyle="none", label=label)
+    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte)", ylabel="FLOP/s")
+    ax.legend(fontsize="small", loc="lower right")
     return ax
