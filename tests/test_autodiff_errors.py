@@ -175,8 +175,8 @@ def test_custom_jvp_accepts_a_traced_nondiff_argument_under_jit():
 def test_the_custom_vjp_gives_the_data_silent_zeros_where_autodiff_does_not(problem_and_start):
     """Section sec-autodiff-custom-vjp: d J / d offsets is zero through the rule, not through autodiff."""
     problem, start = problem_and_start
-    through_rule = jax.grad(custom_gradient.profiled_elbo_custom_vjp)(problem, start)
-    through_autodiff = jax.grad(lambda p, v: profiled.evaluate(p, v).elbo)(problem, start)
+    through_rule = jax.jit(jax.grad(custom_gradient.profiled_elbo_custom_vjp))(problem, start)
+    through_autodiff = jax.jit(jax.grad(lambda p, v: profiled.evaluate(p, v).elbo))(problem, start)
     assert float(jnp.max(jnp.abs(through_rule.offsets))) == 0.0
     assert float(jnp.max(jnp.abs(through_autodiff.offsets))) > 0.0
 
@@ -196,3 +196,67 @@ def test_optax_does_not_conjugate_complex_gradients():
 
     assert five_steps(conjugate=False) == pytest.approx(24.874, rel=1e-3)  # from 5.0: it climbs
     assert five_steps(conjugate=True) == pytest.approx(5.0 * 0.64**5, rel=1e-4)  # |z|^2 shrinks by 0.64 a step
+
+
+def test_gradients_at_kinks():
+    """Section sec-autodiff-kinks: equal functions, different gradients at 0; ties are split."""
+    assert float(jax.grad(lambda x: jnp.maximum(x, 0.0))(0.0)) == 0.5
+    assert float(jax.grad(jax.nn.relu)(0.0)) == 0.0
+    assert float(jax.grad(lambda x: jnp.where(x > 0, x, 0.0))(0.0)) == 0.0
+    assert float(jax.grad(jnp.abs)(0.0)) == 1.0
+    assert float(jax.grad(lambda x: jnp.clip(x, 0.0, 1.0))(0.0)) == 0.5
+    assert float(jax.grad(lambda x: jnp.clip(x, 0.0, 1.0))(1.0)) == 0.5
+    tied = jnp.array([1.0, 1.0, 0.0])
+    np.testing.assert_array_equal(jax.grad(jnp.max)(tied), [0.5, 0.5, 0.0])
+    np.testing.assert_array_equal(jax.grad(lambda x: jnp.sort(x)[-1])(tied), [0.0, 1.0, 0.0])
+
+
+def test_linearize_keeps_only_the_linear_part_and_vmaps():
+    """Section sec-autodiff-linearize: sin's linear map is one mul; vmap gives J V and U J."""
+    _, sin_jvp = jax.linearize(jnp.sin, 1.0)
+    assert [e.primitive.name for e in jax.make_jaxpr(sin_jvp)(1.0).eqns] == ["mul"]
+    f = lambda x: jnp.tanh(jnp.arange(15.0).reshape(3, 5) @ jnp.sin(x))
+    x = jnp.linspace(0.0, 1.0, 5)
+    jacobian = jax.jacrev(f)(x)
+    v, u = jnp.ones((4, 5)), jnp.ones((2, 3))
+    np.testing.assert_allclose(jax.vmap(jax.linearize(f, x)[1])(v), v @ jacobian.T, atol=1e-5)
+    np.testing.assert_allclose(jax.vmap(lambda c: jax.vjp(f, x)[1](c)[0])(u), u @ jacobian, atol=1e-5)
+    assert float(jax.linear_transpose(sin_jvp, 1.0)(1.0)[0]) == pytest.approx(float(jnp.cos(1.0)))
+
+
+def test_checkpoint_keeps_only_the_inputs_as_residuals(capsys):
+    """Section sec-autodiff-memory: print_saved_residuals lists 4 residuals, 1 under checkpoint."""
+    from jax.ad_checkpoint import print_saved_residuals
+
+    f = lambda x: jnp.sum(jnp.sin(jnp.sin(x)) * x)
+    print_saved_residuals(f, jnp.ones(3))
+    plain = capsys.readouterr().out.strip().splitlines()
+    print_saved_residuals(jax.checkpoint(f), jnp.ones(3))
+    remat = capsys.readouterr().out.strip().splitlines()
+    assert len(plain) == 4 and len(remat) == 1 and "from the argument" in remat[0]
+
+
+def test_custom_root_differentiates_a_while_loop_solver_implicitly():
+    """Section sec-autodiff-implicit: d sqrt(a) / da = 1 / (2 sqrt a), jitted and vmapped."""
+
+    def newton(f, x0):
+        def step(carry):
+            x, _ = carry
+            new = x - f(x) / jax.grad(f)(x)
+            return new, new - x
+
+        return jax.lax.while_loop(lambda c: jnp.abs(c[1]) > 1e-6, step, (x0, jnp.inf))[0]
+
+    implicit_sqrt = lambda a: jax.lax.custom_root(lambda x: x**2 - a, a, newton, lambda g, y: y / g(1.0))
+    a = jnp.array([2.0, 9.0, 0.25])
+    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(implicit_sqrt)))(a), 0.5 / jnp.sqrt(a), rtol=1e-6)
+    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+        jax.grad(lambda a: newton(lambda x: x**2 - a, a))(2.0)
+
+
+def test_allow_int_gives_float0_gradients():
+    """Section sec-autodiff-integers."""
+    grads = jax.grad(lambda p: p["weight"] * p["count"], allow_int=True)({"weight": 2.0, "count": 3})
+    assert grads["count"].dtype == jax.dtypes.float0 and grads["count"].shape == ()
+    assert float(grads["weight"]) == 3.0
+    assert jax.vjp(lambda w, n: w * n, 2.0, 3)[1](1.0)[1].dtype == jax.dtypes.float0

@@ -7,6 +7,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxcourse.exercises.glossary import check_abstract_tree
 from tools import qmd, quarto_check
@@ -18,8 +19,10 @@ GLOSSARY = ROOT / "chapters" / "glossary.qmd"
 REQUIRED_TERMS = [
     "Tracer", "jaxpr", "HLO", "StableHLO", "XLA", "Weak type", "Static argument", "Pytree", "Leaf",
     "Aux data", "Treedef", "Key", "`fold_in`", "Mesh", "Sharding", "PartitionSpec", "Collective",
-    "Donation", "Fusion", "Compilation cache", "Abstract value", "Batching axis",
-    "`custom_jvp`, `custom_vjp`", "JVP, VJP",
+    "Donation", "Fusion", "Jit cache", "Persistent compilation cache", "Abstract value", "Batching axis",
+    "`custom_jvp`, `custom_vjp`", "JVP, VJP", "Primal", "Tangent", "Cotangent", "Residual", "Transpose",
+    "Linearize", "Rematerialisation", "Committed array", "Replicated, varying", "Lowered, Compiled",
+    "`ShapeDtypeStruct`", "Matmul precision",
 ]
 
 
@@ -63,6 +66,53 @@ def test_the_glossary_defines_the_core_terms_each_with_a_link():
 def test_the_glossary_is_listed_after_the_workshop():
     appendices = qmd.load_config(ROOT)["book"]["appendices"]
     assert appendices.index("chapters/glossary.qmd") > appendices.index("workshop.qmd")
+
+
+# Claims of the definitions, pinned (issue 23) -----------------------------------------------------
+
+
+def test_a_collective_works_under_vmap_with_an_axis_name():
+    """Collective: not only pmap and shard_map."""
+    centred = jax.vmap(lambda x: x - jax.lax.pmean(x, "batch"), axis_name="batch")(jnp.arange(4.0))
+    np.testing.assert_allclose(centred, [-1.5, -0.5, 0.5, 1.5])
+
+
+def test_committed_arrays():
+    """Committed array: device_put commits, jnp.ones does not, a result of committed inputs is committed."""
+    placed = jax.device_put(jnp.ones(3), jax.devices()[0])
+    assert not jnp.ones(3).committed and placed.committed
+    assert jax.jit(lambda x: 2 * x)(placed).committed
+
+
+def test_the_jit_cache_key_holds_weak_types_and_x64():
+    """Jit cache: a weakly typed 2.0 and a float32 2.0 compile twice; x64 once more."""
+    f = jax.jit(lambda x: x * 2)
+    f(2.0)
+    f(jnp.float32(2.0))
+    assert f._cache_size() == 2
+    with jax.enable_x64(True):
+        f(jnp.float32(2.0))
+    assert f._cache_size() == 3
+
+
+def test_the_persistent_cache_options_exist_and_it_is_off_by_default():
+    """Persistent compilation cache: the two options the definition names."""
+    assert jax.config.jax_compilation_cache_dir is None
+    assert jax.config.jax_persistent_cache_min_compile_time_secs >= 0
+
+
+def test_explicit_axes_need_set_mesh_for_a_bare_partition_spec():
+    """Explicit axes: sharded inputs carry their mesh; a bare P needs jax.set_mesh."""
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = jax.make_mesh((len(jax.devices()),), ("data",))
+    assert mesh.axis_types == (jax.sharding.AxisType.Explicit,)
+    x = jax.device_put(jnp.ones((len(jax.devices()) * 2, 3)), NamedSharding(mesh, P("data")))
+    assert "@data" in str(jax.typeof(jax.jit(lambda x: 2 * x)(x)))
+    with pytest.raises(ValueError, match="Using PartitionSpec when you are not under a mesh context is not allowed"):
+        jax.jit(lambda x: jax.reshard(x, P()))(x)
+    with jax.set_mesh(mesh):
+        assert "@" not in str(jax.typeof(jax.jit(lambda x: jax.reshard(x, P()))(x)))
 
 
 # The exercise ------------------------------------------------------------------------------------
