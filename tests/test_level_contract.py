@@ -19,8 +19,8 @@ LEVEL_OPTIONS = {
     2: set(),
     3: {"container"},
     4: set(),
-    5: {"tol", "monitor_every", "blas_threads", "start"},
-    6: {"tol", "monitor_every", "blas_threads", "mesh"},
+    5: {"tol", "monitor_every", "blas_threads", "start", "separation_limit"},
+    6: {"tol", "monitor_every", "blas_threads", "mesh", "separation_limit"},
 }
 """The options each level adds to the common signature; each must be explained in its docstring."""
 
@@ -61,6 +61,15 @@ def test_fit_has_the_common_signature(level):
     for option in LEVEL_OPTIONS[level]:
         assert option in fit.__doc__, f"level {level}'s docstring does not explain `{option}`"
     assert inspect.signature(fit).return_annotation in (FitResult, "FitResult")
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_every_fit_says_how_it_ended(level, small):
+    """Every level sets `status`: levels 0-4 reach their iteration limit, 5 and 6 too with tol=0."""
+    options = {"tol": 0.0} if level >= 5 else {}
+    result = LEVELS[level].fit(small, 3, **options)
+    assert result.status_name == "iteration limit"
+    assert int(result.n_steps) == 3
 
 
 @pytest.mark.parametrize("level", sorted(LEVELS))

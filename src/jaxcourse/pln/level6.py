@@ -12,34 +12,45 @@ starting points, or several data sets of the same shape.
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from ..parallel import AXIS, check_even_split
 from ..parallel import sample_mesh as sample_mesh
-from ._algorithm import FitResult, check_fit_arguments, init_variational
+from ._algorithm import (
+    DIVERGED,
+    FitDivergedWarning,
+    FitResult,
+    check_fit_arguments,
+    first_bad_step,
+    init_variational,
+    report_divergence,
+)
 from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_tol, run_loop
-from .level5 import BLAS_THREADS, RPROP, check_level_options, run_with_blas_threads
+from .level5 import BLAS_THREADS, RPROP, check_flag, check_level_options, prepare_checked, run_with_blas_threads
 from .profiled import prepare, problem_layout
+from .separation import SeparationWarning, find_separation, separation_message
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "mesh"))
-def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, monitor_every, mesh) -> FitResult:
+def _fit_sharded(problem, variational, tol, step_limit, *, n_iter, optimizer, monitor_every, mesh) -> FitResult:
     rows = P(AXIS)
 
     @partial(
         jax.shard_map,
         mesh=mesh,
-        in_specs=(problem_layout(rows, P()), rows, P()),
-        out_specs=FitResult(P(), rows, P(), P()),
+        in_specs=(problem_layout(rows, P()), rows, P(), P()),
+        out_specs=FitResult(P(), rows, P(), P(), P()),
     )
-    def on_each_device(problem_block, variational_block, tol):
+    def on_each_device(problem_block, variational_block, tol, step_limit):
         return run_loop(
             problem_block,
             variational_block,
@@ -48,9 +59,10 @@ def _fit_sharded(problem, variational, tol, *, n_iter, optimizer, monitor_every,
             optimizer=optimizer,
             reduce=lambda tree: jax.lax.psum(tree, AXIS),
             monitor_every=monitor_every,
+            step_limit=step_limit,
         )
 
-    return on_each_device(problem, variational, tol)
+    return on_each_device(problem, variational, tol, step_limit)
 
 
 def fit(
@@ -62,6 +74,7 @@ def fit(
     monitor_every: int = 1,
     blas_threads: int | None = BLAS_THREADS,
     mesh: Mesh | None = None,
+    separation_limit: bool = True,
 ) -> FitResult:
     """`level5.fit`, with the samples split over the devices of `mesh`.
 
@@ -70,7 +83,7 @@ def fit(
 
     Args:
         data: the data; its number of samples must be a multiple of the mesh size.
-        n_iter, optimizer, tol, monitor_every, blas_threads: as in `level5.fit`.
+        n_iter, optimizer, tol, monitor_every, blas_threads, separation_limit: as in `level5.fit`.
         mesh: a mesh with an axis named `parallel.AXIS`; by default all devices (`sample_mesh()`).
 
     Returns:
@@ -81,16 +94,20 @@ def fit(
     """
     check_fit_arguments(data, n_iter)
     check_level_options(tol, monitor_every, blas_threads)
+    check_flag("separation_limit", separation_limit)
     mesh = sample_mesh() if mesh is None else mesh
     check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    problem = jax.device_put(prepare(data), problem_layout(rows, replicated))
+    problem = jax.device_put(prepare_checked(data, separation_limit), problem_layout(rows, replicated))
     variational = jax.device_put(init_variational(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
-    return run_with_blas_threads(
-        blas_threads, _fit_sharded, problem, variational, tol,
-        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), mesh=mesh,
-    )
+    options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), mesh=mesh)
+
+    def run(step_limit):
+        step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
+        return run_with_blas_threads(blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options)
+
+    return report_divergence(run(n_iter), run)
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
@@ -108,11 +125,47 @@ def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Vari
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "batched_problem"))
-def _fit_many_compiled(problem, starts, tol, *, n_iter, optimizer, batched_problem):
-    def one_fit(problem, start):
-        return run_loop(problem, start, tol, n_iter=n_iter, optimizer=optimizer)
+def _fit_many_compiled(problem, starts, tol, step_limits, *, n_iter, optimizer, batched_problem):
+    def one_fit(problem, start, step_limit):
+        return run_loop(problem, start, tol, n_iter=n_iter, optimizer=optimizer, step_limit=step_limit)
 
-    return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0))(problem, starts)
+    return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0, 0))(problem, starts, step_limits)
+
+
+def fit_at(results: FitResult, index: int) -> FitResult:
+    """The `index`-th fit of `fit_many`'s results, as one level's `FitResult`."""
+    return jax.tree.map(lambda leaf: leaf[index], results)
+
+
+def report_divergences(results: FitResult, replay) -> FitResult:
+    """`_algorithm.report_divergence` for a batch of fits: one warning for all the fits that
+    diverged, and each of them replaced by its last finite iterate (`replay(step_limits)`
+    reruns the batch, every fit stopping after its own number of steps)."""
+    statuses = np.asarray(results.status)
+    if not (statuses == DIVERGED).any():
+        return results
+    n_fits, n_iter = results.elbo_trace.shape
+    last = np.full(n_fits, n_iter, dtype=np.int32)
+    diverged = np.flatnonzero(statuses == DIVERGED)
+    for index in diverged:
+        bad_step = first_bad_step(fit_at(results, int(index)))
+        if bad_step == 0:
+            raise FloatingPointError(f"fit {index}: the ELBO is not finite at its starting point.")
+        last[index] = bad_step - 1
+    kept = replay(jnp.asarray(last))
+    steps = jnp.arange(n_iter)[None, :]
+    last_elbo = jnp.take_along_axis(results.elbo_trace, jnp.minimum(jnp.asarray(last), n_iter - 1)[:, None], axis=1)
+    is_diverged = jnp.asarray(statuses == DIVERGED)[:, None]
+    trace = jnp.where(is_diverged & (steps > jnp.asarray(last)[:, None]), last_elbo, results.elbo_trace)
+    warnings.warn(
+        f"{len(diverged)} of {n_fits} fits diverged (fits {diverged.tolist()[:10]}, after steps "
+        f"{[int(last[i]) + 1 for i in diverged[:10]]}): they return their last iterate with a finite ELBO and "
+        "status 'diverged'.",
+        FitDivergedWarning,
+        stacklevel=3,
+    )
+    status = jnp.where(jnp.asarray(statuses == DIVERGED), DIVERGED, kept.status).astype(jnp.int32)
+    return FitResult(trace, kept.variational, kept.params, kept.n_steps, status)
 
 
 def fit_many(
@@ -123,6 +176,7 @@ def fit_many(
     scale: float = 0.5,
     optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
+    separation_limit: bool = True,
 ) -> FitResult:
     """Several independent level-5 fits in one compiled, `vmap`ped program.
 
@@ -133,15 +187,20 @@ def fit_many(
     The batched `while_loop` runs until every fit has stopped; a fit that stopped earlier
     keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`.
 
+    Quasi-separation is looked for in every data set and handled as `level5.fit` does
+    (`separation_limit`), with one warning for all; fits that diverge warn once together and
+    keep their last finite iterate.
+
     Returns:
-        A `FitResult` whose every array has a leading axis, one entry per fit.
+        A `FitResult` whose every array has a leading axis, one entry per fit (`fit_at` picks one).
     """
     check_tol(tol)
+    check_flag("separation_limit", separation_limit)
     if isinstance(data, PLNData):
         if keys is None:
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")
         check_fit_arguments(data, n_iter)
-        problem = prepare(data)
+        problem = prepare_checked(data, separation_limit, stacklevel=3)
         starts = random_starts(data, keys, scale=scale)
         batched_problem = False
         dtype = data.counts.dtype
@@ -156,16 +215,35 @@ def fit_many(
         shapes = {jax.tree.map(jnp.shape, d) for d in datasets}
         if len(shapes) != 1:
             raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
-        problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(prepare, datasets))
+        problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *prepare_many(datasets, separation_limit))
         starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(init_variational, datasets))
         batched_problem = True
         dtype = datasets[0].counts.dtype
-    return _fit_many_compiled(
-        problem,
-        starts,
-        jnp.asarray(tol, dtype),
-        n_iter=n_iter,
-        optimizer=optimizer,
-        batched_problem=batched_problem,
-    )
+    options = dict(n_iter=n_iter, optimizer=optimizer, batched_problem=batched_problem)
+    tol = jnp.asarray(tol, dtype)
+
+    def run(step_limits):
+        return _fit_many_compiled(problem, starts, tol, step_limits, **options)
+
+    n_fits = jax.tree.leaves(starts)[0].shape[0]
+    return report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
+
+
+def prepare_many(datasets: list[PLNData], separation_limit: bool) -> list:
+    """`prepare` for each data set, with one `SeparationWarning` for all those that have
+    quasi-separation (and, with `separation_limit`, their rates held at 0 as in `level5.fit`)."""
+    found = [find_separation(dataset) for dataset in datasets]
+    separated = [index for index, separation in enumerate(found) if separation.any]
+    if separated:
+        warnings.warn(
+            f"quasi-separation in {len(separated)} of {len(datasets)} data sets (data sets {separated[:10]}): "
+            "some species have only zero counts in a group of samples, so their coefficients have no finite "
+            f"estimate; first case:\n{separation_message(datasets[separated[0]], found[separated[0]])}",
+            SeparationWarning,
+            stacklevel=4,
+        )
+    return [
+        prepare(dataset, separation.mask if separation_limit and separation.any else None)
+        for dataset, separation in zip(datasets, found)
+    ]
 
