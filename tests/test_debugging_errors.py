@@ -173,6 +173,96 @@ def test_default_matmul_precision_is_written_into_the_program():
         assert "precision = [HIGHEST, HIGHEST]" in jax.jit(lambda a: a @ a).lower(a).as_text()
 
 
+def test_debug_print_under_vmap_prints_per_example_and_under_grad_primal_values(capfd):
+    """Section sec-debugging-print-transforms."""
+
+    def sine_with_print(x):
+        jax.debug.print("x = {x}", x=x)
+        return jnp.sin(x)
+
+    jax.vmap(sine_with_print)(jnp.arange(3.0))
+    jax.effects_barrier()
+    assert capfd.readouterr().out.split("\n")[:3] == ["x = 0.0", "x = 1.0", "x = 2.0"]
+    jax.grad(sine_with_print)(1.0)
+    jax.effects_barrier()
+    assert capfd.readouterr().out.strip() == "x = 1.0"
+
+
+def test_ordered_debug_prints_are_marked_in_the_jaxpr():
+    """Section sec-debugging-print-transforms: ordered=True is a parameter of debug_print."""
+
+    def two_prints(x):
+        jax.debug.print("first: {x}", x=x, ordered=True)
+        jax.debug.print("second: {x}", x=x)
+        return x
+
+    orders = [e.params["ordered"] for e in jax.make_jaxpr(two_prints)(1.0).eqns if e.primitive.name == "debug_print"]
+    assert orders == [True, False]
+
+
+def test_breakpoint_stops_and_reads_commands_from_stdin():
+    """Section sec-debugging-breakpoint: the child process shows the values at the breakpoint."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import jax, jax.numpy as jnp
+
+        @jax.jit
+        def scaled_log(x):
+            y = jnp.log(x)
+            jax.debug.breakpoint()
+            return 2.0 * y
+
+        print([e.primitive.name for e in jax.make_jaxpr(scaled_log.__wrapped__)(jnp.ones(2)).eqns])
+        print("result:", scaled_log(jnp.array([1.0, -1.0])))
+    """)
+    session = subprocess.run([sys.executable, "-c", script], input="p y\np x\nc\n", capture_output=True, text=True, timeout=300)
+    assert "['log', 'debug_callback', 'mul']" in session.stdout
+    assert "Entering jdb:" in session.stdout
+    assert "(jdb) Array([ 0., nan], dtype=float32)" in session.stdout
+    assert "(jdb) Array([ 1., -1.], dtype=float32)" in session.stdout
+    assert "result: [ 0. nan]" in session.stdout
+
+
+class RemembersLast:
+    def __init__(self):
+        self.last = None
+
+    def __call__(self, x):
+        self.last = x
+        return 2.0 * x
+
+
+def test_a_leaked_tracer_fails_where_it_is_used_and_checking_leaks_names_the_holder():
+    """Section sec-debugging-leaks: both error cells."""
+    remembers = RemembersLast()
+    jax.jit(remembers)(1.0)
+    with pytest.raises(jax.errors.UnexpectedTracerError, match="Encountered an unexpected tracer"):
+        remembers.last + 1.0
+    with pytest.raises(Exception, match=r"Leaked trace DynamicJaxprTrace(.|\n)*RemembersLast \d+>\.last"):
+        with jax.checking_leaks():
+            jax.jit(RemembersLast())(1.0)
+
+
+def test_traceback_filtering_off_shows_jits_frames():
+    """Section sec-debugging-tracebacks."""
+    import traceback
+
+    def frames(mode):
+        jax.config.update("jax_traceback_filtering", mode)
+        try:
+            jax.jit(lambda x: jnp.reshape(x, (4,)))(jnp.ones(3))
+        except TypeError as error:
+            return [frame.name for frame in traceback.extract_tb(error.__traceback__)]
+        finally:
+            jax.config.update("jax_traceback_filtering", "auto")
+
+    assert "cache_miss" not in frames("remove_frames")
+    assert "cache_miss" in frames("off")
+
+
 # The sharp-bits index ------------------------------------------------------------------------------
 
 
