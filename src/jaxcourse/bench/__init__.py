@@ -2,9 +2,11 @@
 
 Re-exports `jaxcourse.timing` (time_call) and `jaxcourse.environment` (device and versions),
 which every chapter uses, and holds the PLN benchmark split by concern: `_sizes` (data),
-`_methods` (the registry `METHODS`), `_floor`, `_run` (one method), `_metrics` (P1-P3, as
-numbers), `_report` (line, CSV, table, plot, paragraph) and `_benchmark` (`run_pln_benchmark`,
-which ties them together).
+`_methods` (the registry `METHODS`), `_floor`, `_run` (one method), `_fresh` and `_worker`
+(fits in a fresh process: cold first calls, pyPLNmodels in its own process), `_metrics` (P1-P3,
+as numbers), `_report` (line, CSV, tables, plot, paragraph), `_params` (B and Sigma compared),
+`_sweep` (sizes on simulated data) and `_benchmark` (`run_pln_benchmark`, which ties them
+together).
 """
 
 from ..environment import environment as environment
@@ -17,6 +19,8 @@ from ._sizes import SIZES as SIZES
 from ._sizes import best_known_elbo as best_known_elbo
 from ._sizes import load_size as load_size
 from ._methods import METHODS as METHODS
+from ._methods import PLAIN_CALL as PLAIN_CALL
+from ._methods import method_card as method_card
 from ._methods import Method as Method
 from ._methods import method_names as method_names
 from ._methods import select_methods as select_methods
@@ -26,14 +30,23 @@ from ._floor import measure_floor as measure_floor
 from ._run import MethodRun as MethodRun
 from ._run import float64_profiled_elbo as float64_profiled_elbo
 from ._run import run_method as run_method
+from ._run import run_reference as run_reference
+from ._fresh import FreshFit as FreshFit
+from ._fresh import FreshRun as FreshRun
+from ._fresh import run_fresh as run_fresh
 from ._metrics import Metrics as Metrics
 from ._metrics import compute_metrics as compute_metrics
 from ._metrics import first_time_at_least as first_time_at_least
 from ._metrics import with_time_to_target as with_time_to_target
 from ._report import GOALS as GOALS
+from ._report import FigureWithAlt as FigureWithAlt
+from ._report import curves_alt_text as curves_alt_text
+from ._report import methods_table as methods_table
+from ._report import spread as spread
 from ._report import plot_elbo_vs_time as plot_elbo_vs_time
 from ._report import runs_table as runs_table
 from ._report import summary_line as summary_line
 from ._report import summary_markdown as summary_markdown
 from ._report import write_csv as write_csv
+from ._benchmark import cached_first_calls as cached_first_calls
 from ._benchmark import run_pln_benchmark as run_pln_benchmark

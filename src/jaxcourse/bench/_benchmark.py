@@ -10,16 +10,20 @@ convention unless a field says `stirling` (pyPLNmodels' convention: exact +
 from __future__ import annotations
 
 import contextlib
+import tempfile
 from typing import Any, Callable
+
+import numpy as np
 
 from ..config import blas_threads as current_blas_threads
 from ..config import limit_blas_threads
 from ..pln import PLNData, stirling_correction
 from ..environment import environment, versions
 from ._floor import combine_floors, measure_floor
-from ._methods import Method, select_methods
+from ._fresh import run_fresh
+from ._methods import PLAIN_CALL, Method, method_card, select_methods
 from ._metrics import compute_metrics, reference_run, with_time_to_target
-from ._run import MethodRun, run_method
+from ._run import MethodRun, run_method, run_reference
 from ._sizes import SIZES, best_known_elbo, load_size
 
 
@@ -32,6 +36,10 @@ def run_pln_benchmark(
     level0_max_iter: int | None = None,
     blas_threads: int | None = 1,
     progress: Callable[[str], None] | None = None,
+    cold_repeat: int = 1,
+    cold_methods: list[str] | None = None,
+    reference_repeat: int | None = None,
+    first_call_cache: bool = True,
 ) -> dict[str, Any]:
     """Runs the methods of `METHODS` on one data set and returns everything measured.
 
@@ -50,6 +58,12 @@ def run_pln_benchmark(
             (`config.limit_blas_threads`; pyPLNmodels' torch uses its own libraries), or None
             to leave the process as it is.
         progress: called with a short message as each method starts (e.g. print to stderr).
+        cold_repeat: fresh processes in which the first call of each method of
+            `cold_methods` is timed (compilation included), and in which the reference runs.
+        cold_methods: the JAX methods timed cold (all by default; `[]` for none).
+        reference_repeat: warm fits of the reference after its cold one (`repeat` by default).
+        first_call_cache: also time `PLAIN_CALL`'s first call in two fresh processes that
+            share a new persistent compilation cache (the first fills it, the second reads it).
 
     Returns:
         A JSON-ready dict: `environment`, `versions`, `blas_threads` (per library), sizes,
@@ -57,29 +71,62 @@ def run_pln_benchmark(
         lists), and `metrics` (`Metrics` as a dict).
     """
     selected = select_methods(methods)
-    if repeat < 1 or n_iter < 1:
-        raise ValueError("repeat and n_iter must be at least 1.")
+    if repeat < 1 or n_iter < 1 or cold_repeat < 0:
+        raise ValueError("repeat and n_iter must be at least 1, and cold_repeat at least 0.")
+    cold = {m.name for m in (selected if cold_methods is None else select_methods(list(cold_methods)))}
     data = load_size(size)
     say = progress or (lambda message: None)
     limit = contextlib.nullcontext() if blas_threads is None else limit_blas_threads(blas_threads)
     with limit:
         say(f"floor ({size}: n={data.n_samples}, p={data.n_species})")
-        runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say)
-        return _results(size, data, n_iter, repeat, runs, combine_floors(floors))
+        plan = {"cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat}
+        runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say, plan)
+        results = _results(size, data, n_iter, repeat, runs, combine_floors(floors))
+        results["methods"] = [{**method_card(m), "device": run.device} for m, run in zip(selected, runs)]
+    if first_call_cache and PLAIN_CALL in {m.name for m in selected}:
+        say(f"{PLAIN_CALL}: first calls with a persistent compilation cache")
+        results["first_call_cached_s"] = cached_first_calls(data, PLAIN_CALL, n_iter)
+    results["metrics"].update(first_call_ratios(results))
+    return results
 
 
-def _run_all(selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_max_iter, say):
+def cached_first_calls(data: PLNData, method: str, n_iter: int) -> dict[str, float]:
+    """The first call of `method` in two fresh processes sharing a new, empty persistent
+    compilation cache: `fill_s` (it compiles and writes the cache) and `hit_s` (it reads it)."""
+    with tempfile.TemporaryDirectory(prefix="jaxcourse-cache-") as folder:
+        fill, hit = (run_fresh("jax", [data], n_iter=n_iter, method=method, cache_dir=folder) for _ in range(2))
+    return {"fill_s": fill.fits[0].times_s[0], "hit_s": hit.fits[0].times_s[0]}
+
+
+def first_call_ratios(results: dict[str, Any]) -> dict[str, float | None]:
+    """`first_call_ratio`: the median cold first call of `PLAIN_CALL` over the median cold
+    (first, end-to-end) fit of the reference, both from fresh processes of this run; and
+    `first_call_ratio_cached`, the same with `PLAIN_CALL` reading a persistent cache."""
+    runs = {run["name"]: run for run in results["runs"]}
+    plain, reference = runs.get(PLAIN_CALL), next((r for r in results["runs"] if r["is_reference"]), None)
+    if not plain or not reference or not plain["cold_s"] or not reference["cold_s"]:
+        return {"first_call_ratio": None, "first_call_ratio_cached": None}
+    theirs = float(np.median(reference["cold_s"]))
+    cached = results.get("first_call_cached_s")
+    return {
+        "first_call_ratio": float(np.median(plain["cold_s"])) / theirs,
+        "first_call_ratio_cached": None if cached is None else cached["hit_s"] / theirs,
+    }
+
+
+def _run_all(selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_max_iter, say, plan):
     floors = [measure_floor(data)]
     runs: list[MethodRun] = []
     for method in selected:
         say(method.name)
         if method.is_reference:  # not JAX: no floor to compare it with
-            runs.append(run_method(method, data, n_iter))
+            runs.append(run_reference(method, data, repeat=plan["reference_repeat"], cold_repeat=max(plan["cold_repeat"], 1)))
             continue
         # The machine's speed drifts over a run; P2 compares each fit with the floor measured
         # around it, in the same conditions.
         before = measure_floor(data)
-        run = run_method(method, data, n_iter, repeat=repeat, eager_max_iter=eager_max_iter)
+        cold_repeat = plan["cold_repeat"] if method.name in plan["cold"] else 0
+        run = run_method(method, data, n_iter, repeat=repeat, eager_max_iter=eager_max_iter, cold_repeat=cold_repeat)
         after = measure_floor(data)
         floors += [before, after]
         runs.append(run._replace(floor_s=0.5 * (before["median_s"] + after["median_s"])))
@@ -119,6 +166,7 @@ def _results(size, data, n_iter, repeat, runs, floor) -> dict[str, Any]:
 def _run_as_dict(run: MethodRun, correction: float) -> dict[str, Any]:
     row = run._asdict()
     row["times_s"] = [float(t) for t in run.times_s]
+    row["warm_s"], row["cold_s"] = list(run.warm_s), list(run.cold_s)
     row["elbo"] = [float(e) for e in run.elbo]
     row["final_elbo_stirling"] = run.final_elbo + correction
     row["final_trace_elbo"] = float(run.elbo[-1])

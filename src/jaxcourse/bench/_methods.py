@@ -17,6 +17,15 @@ import optax
 from .. import optim
 from ..pln import PLNData, level0, level1, level2, level3, level4, level5, level6
 from ..pln import trace_pyplnmodels
+from ..pln._reference import earliest_stop, pyplnmodels_defaults
+from ..pln.convergence import TOL_WINDOW
+
+
+OUR_START = "init_variational: M = log(Y + 1) - O, S = 1/2"
+"""The start of every level (`pln.init_variational`)."""
+
+REFERENCE_START = "M = log(Y + 1{Y = 0}), S = 1/2 (offsets not used)"
+"""pyPLNmodels 1.0.10's start (`pln._reference.pyplnmodels_start` computes it with its own code)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -32,6 +41,9 @@ class Method:
             times are its own (it is not JAX, so it is neither jitted nor floored).
         eager: runs JAX op by op; on large data it gets only a few iterations (`run_method`).
         adapt: options that depend on the data: `adapt(data) -> (options, note)`.
+        objective: the function it maximises.
+        gradient: how it gets that function's gradient.
+        start: the (M, S) it starts from.
     """
 
     name: str
@@ -40,6 +52,9 @@ class Method:
     is_reference: bool = False
     eager: bool = False
     adapt: Callable[[PLNData], tuple[dict[str, Any], str]] | None = None
+    objective: str = ""
+    gradient: str = ""
+    start: str = OUR_START
 
     def __post_init__(self):
         object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
@@ -67,6 +82,36 @@ class Method:
         return self.describe()
 
 
+def stopping_rule(method: Method) -> str:
+    """When `method` stops, read from its settings (for the reference, from pyPLNmodels' code)."""
+    if method.is_reference:
+        defaults = pyplnmodels_defaults()
+        earliest = earliest_stop(defaults.tol, defaults.criterion_beta)
+        return (
+            f"its criterion below tol={defaults.tol:g} (impossible before iteration {earliest}), "
+            f"or maxiter={method.settings()['maxiter']}"
+        )
+    tol = method.settings().get("tol")
+    if tol is None:
+        return "all n_iter steps"
+    return f"mean ELBO change over {TOL_WINDOW} iterations below tol x |ELBO| (tol={tol:g}), or n_iter"
+
+
+def method_card(method: Method) -> dict[str, str]:
+    """One row of the methods table: objective, gradient, optimizer and step, start, stopping rule
+    (the device is recorded by the run)."""
+    optimizer = method.optimizer
+    if method.is_reference:
+        defaults = pyplnmodels_defaults()
+        step = f"torch.optim.Rprop(lr={defaults.lr}) (pyPLNmodels' default)"
+    else:
+        step = optim.describe(optimizer) if optimizer is not None else "none"
+    return {
+        "method": method.name, "objective": method.objective, "gradient": method.gradient,
+        "optimizer and step": step, "start": method.start, "stopping rule": stopping_rule(method),
+    }
+
+
 def _render(value: Any) -> str:
     if isinstance(value, optax.GradientTransformation):
         return optim.describe(value)
@@ -85,22 +130,32 @@ def _one_device_if_uneven(data: PLNData) -> tuple[dict[str, Any], str]:
 
 
 _SHARED_ALGORITHM = (level0, level1, level2, level3, level4)
+_FULL = {"objective": "full ELBO (then B, Sigma in closed form)", "gradient": "autodiff (jax.grad)"}
+_PROFILED = {"objective": "profiled ELBO J(M, S)", "gradient": "closed form (envelope theorem)"}
 
 METHODS: tuple[Method, ...] = (
     # Levels 0-4 run pyPLNmodels' own algorithm (its Rprop settings, on the gradient of the
     # full ELBO): they differ from it only in how the computation is organised.
     *(
-        Method(f"level {k}", module.fit, {"optimizer": optim.PYPLNMODELS_RPROP}, eager=module is level0)
+        Method(f"level {k}", module.fit, {"optimizer": optim.PYPLNMODELS_RPROP}, eager=module is level0, **_FULL)
         for k, module in enumerate(_SHARED_ALGORITHM)
     ),
-    Method("level 5", level5.fit),
-    Method("level 5 + Newton-Rprop", level5.fit, {"optimizer": level5.NEWTON_RPROP}),
+    Method("level 5", level5.fit, **_PROFILED),
+    Method("level 5 + Newton-Rprop", level5.fit, {"optimizer": level5.NEWTON_RPROP}, **_PROFILED),
     # Levels 5 and 6 run the plain call a user writes: their defaults are the fast path.
-    Method("level 5 + Newton momentum", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM}),
-    Method("level 6", level6.fit, adapt=_one_device_if_uneven),
-    Method("pyPLNmodels", trace_pyplnmodels, is_reference=True),
+    Method("level 5 + Newton momentum", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM}, **_PROFILED),
+    Method("level 6", level6.fit, adapt=_one_device_if_uneven, **_PROFILED),
+    Method(
+        "pyPLNmodels", trace_pyplnmodels, is_reference=True, objective=_PROFILED["objective"],
+        gradient="autodiff (torch backward)", start=REFERENCE_START,
+    ),
 )
 """Every method the benchmark can run, in order: levels 0-6 and the reference, pyPLNmodels."""
+
+
+PLAIN_CALL = "level 5 + Newton momentum"
+"""The method whose plain first call the benchmark judges: `level5.fit(data, n_iter,
+optimizer=level5.NEWTON_MOMENTUM)` in a fresh process, compilation included."""
 
 
 def method_names() -> list[str]:

@@ -38,6 +38,11 @@ class Metrics(NamedTuple):
         final_elbo_fastest: `fastest`'s final ELBO (float64).
         final_elbo_reference: the reference's final ELBO (float64).
         fastest_final_at_least_reference: whether the first is at least the second.
+        first_call_ratio: the plain first call (`PLAIN_CALL` in a fresh process, compilation
+            included) over the reference's first fit in its own fresh process, end to end
+            (medians over the fresh processes of one run); set by `run_pln_benchmark`.
+        first_call_ratio_cached: the same, with `PLAIN_CALL` reading a persistent
+            compilation cache filled by an earlier process.
     """
 
     fastest: str | None = None
@@ -50,6 +55,8 @@ class Metrics(NamedTuple):
     final_elbo_fastest: float | None = None
     final_elbo_reference: float | None = None
     fastest_final_at_least_reference: bool | None = None
+    first_call_ratio: float | None = None
+    first_call_ratio_cached: float | None = None
 
 
 def first_time_at_least(

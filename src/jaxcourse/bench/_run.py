@@ -9,6 +9,7 @@ import numpy as np
 
 from ..pln import PLNData, Variational, as_float64, profiled_elbo
 from ..tracecount import count_compilations
+from ._fresh import run_fresh
 from ._methods import Method
 from ..timing import time_call
 
@@ -40,6 +41,11 @@ class MethodRun(NamedTuple):
         floor_s: the floor measured around this run (the mean of the medians just before and
             just after it), for P2; None for the reference.
         is_reference: whether this is the reference method's run (`Method.is_reference`).
+        warm_s: wall time of every warm fit (the repeats behind `run_s`).
+        cold_s: wall time of the first fit in each fresh process (`_fresh.run_fresh`):
+            compilation, or torch's first-call costs, included; empty if not measured.
+        import_s: seconds a fresh process took to start and import what it ran, if measured.
+        device: where it computed: JAX's backend and device, or torch's device and threads.
     """
 
     name: str
@@ -56,6 +62,10 @@ class MethodRun(NamedTuple):
     note: str = ""
     floor_s: float | None = None
     is_reference: bool = False
+    warm_s: tuple[float, ...] = ()
+    cold_s: tuple[float, ...] = ()
+    import_s: float | None = None
+    device: str = ""
 
 
 def float64_profiled_elbo(data: PLNData, variational) -> float:
@@ -75,15 +85,18 @@ def iteration_budget(method: Method, data: PLNData, n_iter: int, eager_max_iter:
     return cap, f"eager and slow: only {cap} iterations"
 
 
-def run_method(method: Method, data: PLNData, n_iter: int, *, repeat: int = 1, eager_max_iter: int | None = None) -> MethodRun:
+def run_method(
+    method: Method, data: PLNData, n_iter: int, *, repeat: int = 1, eager_max_iter: int | None = None, cold_repeat: int = 0
+) -> MethodRun:
     """Runs `method` on `data` and returns what it measured (no floor, no time to target yet).
 
     A level is timed with `time_call` (one warm-up, then the median of `repeat` fits) from
-    empty compilation caches, and called once more for its trace. The reference fits once and
-    reports the times it recorded itself.
+    empty compilation caches, and called once more for its trace; with `cold_repeat`, its
+    first call is also timed in that many fresh processes. The reference runs in fresh
+    processes only (`run_reference`).
     """
     if method.is_reference:
-        return _run_reference(method, data)
+        return run_reference(method, data, repeat=repeat, cold_repeat=max(cold_repeat, 1))
     budget, note = iteration_budget(method, data, n_iter, eager_max_iter)
     options, adapted_note = method.adapt(data) if method.adapt else ({}, "")
     options = {**method.options, **options}
@@ -104,6 +117,7 @@ def run_method(method: Method, data: PLNData, n_iter: int, *, repeat: int = 1, e
     # `monitor_every`) are left out of the curve.
     times = timing.median_s / n_points * np.arange(1, n_points + 1)
     computed = np.isfinite(trace)
+    cold = [run_fresh("jax", [data], n_iter=budget, method=method.name) for _ in range(cold_repeat)]
     return MethodRun(
         name=method.name,
         description=method.describe(options),
@@ -116,23 +130,45 @@ def run_method(method: Method, data: PLNData, n_iter: int, *, repeat: int = 1, e
         elbo=trace[computed],
         final_elbo=float64_profiled_elbo(data, result.variational),
         note="; ".join(text for text in (note, adapted_note) if text),
+        warm_s=timing.times_s,
+        cold_s=tuple(run.fits[0].times_s[0] for run in cold),
+        import_s=float(np.median([run.import_s for run in cold])) if cold else None,
+        device=environment_device(),
     )
 
 
-def _run_reference(method: Method, data: PLNData) -> MethodRun:
-    trace = method.fit(data, **method.options)
-    n_steps = len(trace.elbo)
+def environment_device() -> str:
+    """`jax cpu (cpu)`: JAX's backend and the kind of its first device, as `_fresh` records it."""
+    device = jax.devices()[0]
+    return f"jax {jax.default_backend()} ({getattr(device, 'device_kind', str(device))})"
+
+
+def run_reference(method: Method, data: PLNData, *, repeat: int = 1, cold_repeat: int = 1) -> MethodRun:
+    """Runs the reference (pyPLNmodels) in `cold_repeat` fresh processes: the first fits
+    `1 + repeat` times (its first fit cold, the others warm), the others once (cold).
+
+    Times are end to end (building the model and fitting it); the curve is the trace and
+    times pyPLNmodels recorded itself during its last fit in the first process.
+    """
+    maxiter = method.settings()["maxiter"]
+    runs = [run_fresh("reference", [data], n_iter=maxiter, repeat=1 + repeat if k == 0 else 1) for k in range(cold_repeat)]
+    first = runs[0].fits[0]
+    warm = first.times_s[1:]
     return MethodRun(
         name=method.name,
-        description=trace.optimizer,
-        n_iter=method.settings()["maxiter"],
-        n_steps=n_steps,
+        description=runs[0].description,
+        n_iter=maxiter,
+        n_steps=first.n_steps,
         compile_s=None,
-        run_s=trace.seconds,
-        per_iteration_s=trace.seconds / n_steps,
-        times_s=trace.times_s,
-        elbo=trace.elbo,
-        final_elbo=float64_profiled_elbo(data, trace.variational),
-        note=f"times recorded by {method.name} itself (initialisation included)",
+        run_s=float(np.median(warm)),
+        per_iteration_s=float(np.median(warm)) / first.n_steps,
+        times_s=first.trace_times_s,
+        elbo=first.trace_elbo,
+        final_elbo=float64_profiled_elbo(data, first.variational),
+        note=f"in its own process; curve times recorded by {method.name} itself",
         is_reference=True,
+        warm_s=tuple(warm),
+        cold_s=tuple(run.fits[0].times_s[0] for run in runs),
+        import_s=float(np.median([run.import_s for run in runs])),
+        device=runs[0].device,
     )

@@ -63,6 +63,7 @@ class ReferenceTrace(NamedTuple):
         variational: the final `(n, p)` M and S, as NumPy arrays.
         seconds: wall time of the whole `fit`.
         optimizer: the torch optimizer it ran and its settings, read from the fitted model.
+        device: the torch device pyPLNmodels computed on (it picks CUDA whenever torch sees a GPU).
     """
 
     elbo: np.ndarray
@@ -70,6 +71,7 @@ class ReferenceTrace(NamedTuple):
     variational: tuple[np.ndarray, np.ndarray]
     seconds: float
     optimizer: str
+    device: str = "cpu"
 
 
 def describe_torch_optimizer(optimizer) -> str:
@@ -94,7 +96,51 @@ def trace_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> R
     return ReferenceTrace(
         elbo=elbo_stirling - stirling_correction(data.counts),
         times_s=np.asarray(model._time_recorder.running_times, dtype=np.float64),
-        variational=tuple(tensor.detach().numpy() for tensor in latent),
+        variational=tuple(tensor.detach().cpu().numpy() for tensor in latent),
         seconds=fitted.seconds,
         optimizer=f"{describe_torch_optimizer(model.optim)}, {model._latent_mean.dtype}",
+        device=str(model._latent_mean.device),
     )
+
+
+class ReferenceDefaults(NamedTuple):
+    """pyPLNmodels' default fit, read from its code: `Pln.fit`'s keyword defaults and the
+    smoothing constant of its stopping criterion."""
+
+    maxiter: int
+    lr: float
+    tol: float
+    criterion_beta: float
+
+
+def pyplnmodels_defaults() -> ReferenceDefaults:
+    """The defaults of `pyPLNmodels.Pln.fit` (maxiter, lr, tol) and its criterion's `BETA`."""
+    import inspect
+
+    from pyPLNmodels import Pln
+    from pyPLNmodels.utils._criterion import BETA
+
+    defaults = {name: p.default for name, p in inspect.signature(Pln.fit).parameters.items()}
+    return ReferenceDefaults(defaults["maxiter"], defaults["lr"], defaults["tol"], float(BETA))
+
+
+def earliest_stop(tol: float, beta: float) -> int:
+    """The first iteration at which pyPLNmodels' criterion can be below `tol`.
+
+    The criterion starts at 1 and, from the second iteration on, becomes
+    `(1 - beta) * criterion + beta * h` with `h >= 0`; so after iteration k it is at least
+    `(1 - beta)**(k - 1)`, whatever the ELBO does.
+    """
+    if not 0.0 < tol < 1.0 or not 0.0 < beta < 1.0:
+        raise ValueError(f"tol and beta must lie in (0, 1), got {tol} and {beta}.")
+    return int(np.floor(np.log(tol) / np.log1p(-beta))) + 2
+
+
+def pyplnmodels_start(counts) -> tuple[np.ndarray, np.ndarray]:
+    """The `(n, p)` M and S pyPLNmodels' `Pln` starts from, computed by its own initialiser
+    (which takes only the counts: no offsets, no covariates)."""
+    import torch
+    from pyPLNmodels.calculations._initialization import _init_latent_pln
+
+    mean, sqrt_var = _init_latent_pln(torch.as_tensor(np.asarray(counts, dtype=np.float32)))
+    return mean.cpu().numpy(), sqrt_var.cpu().numpy()
