@@ -78,16 +78,29 @@ def test_next_normal_ignoring_the_key_fails():
 
 
 def chunk_means(key, n_chunks, chunk_size):
-    def one_chunk(chunk_key):
+    def one_chunk(index):
+        chunk_key = jax.random.fold_in(key, index)  # depends on key and index only
         return jnp.mean(jnp.exp(jax.random.normal(chunk_key, (chunk_size,))))
 
-    return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+    return jax.vmap(one_chunk)(jnp.arange(n_chunks))
 
 
 def test_chunk_means_solution_passes():
-    """vmap over split keys, one lognormal mean per chunk."""
+    """vmap over fold_in(key, i), one lognormal mean per chunk."""
     verdict = check_chunk_means(chunk_means)
     assert verdict, verdict.message
+
+
+def test_chunk_means_split_fails_when_the_layout_changes():
+    """vmap over split(key, n_chunks): chunk i's key depends on n_chunks with the flag off."""
+
+    def wrong(key, n_chunks, chunk_size):
+        one_chunk = lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
+        return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+
+    verdict = check_chunk_means(wrong)
+    assert not verdict
+    assert "with jax_threefry_partitionable off" in verdict.message and "fold_in(key, i)" in verdict.message
 
 
 def test_chunk_means_stub_is_not_yet():
@@ -117,15 +130,15 @@ def test_chunk_means_one_block_fails_with_its_own_hint():
 
     verdict = check_chunk_means(wrong)
     assert not verdict
-    assert "one (n_chunks, chunk_size) block" in verdict.message
+    assert "one\n(n_chunks, chunk_size) block" in verdict.message.replace("one (n_chunks", "one\n(n_chunks")
 
 
 def test_chunk_means_forgetting_exp_fails():
     """Averaging z instead of exp(z) estimates 0, not exp(1/2)."""
 
     def wrong(key, n_chunks, chunk_size):
-        one_chunk = lambda k: jnp.mean(jax.random.normal(k, (chunk_size,)))
-        return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
+        one_chunk = lambda i: jnp.mean(jax.random.normal(jax.random.fold_in(key, i), (chunk_size,)))
+        return jax.vmap(one_chunk)(jnp.arange(n_chunks))
 
     verdict = check_chunk_means(wrong)
     assert not verdict
@@ -311,16 +324,11 @@ def test_next_normal_returning_three_values_fails_with_the_expected_structure():
     assert not verdict and "pair (new_key, x)" in verdict.message
 
 
-def chunk_means(key, n_chunks, chunk_size):
-    one_chunk = lambda chunk_key: jnp.mean(jnp.exp(jax.random.normal(chunk_key, (chunk_size,))))
-    return jax.vmap(one_chunk)(jax.random.split(key, n_chunks))
-
-
 def test_chunk_means_python_loop_fails_on_the_method():
     """The same numbers from a Python loop over the keys: the exercise asks for vmap."""
 
     def looped(key, n_chunks, chunk_size):
-        keys = jax.random.split(key, n_chunks)
+        keys = [jax.random.fold_in(key, i) for i in range(n_chunks)]
         return jnp.stack([jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,)))) for k in keys])
 
     verdict = check_chunk_means(looped)
@@ -332,7 +340,7 @@ def test_chunk_means_lax_map_fails_on_the_method():
 
     def mapped(key, n_chunks, chunk_size):
         one_chunk = lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
-        return jax.lax.map(one_chunk, jax.random.split(key, n_chunks))
+        return jax.lax.map(one_chunk, jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_chunks)))
 
     verdict = check_chunk_means(mapped)
     assert not verdict and "one key at a time" in verdict.message
@@ -348,7 +356,9 @@ def test_chunk_means_fold_in_and_split_of_one_key_fails():
 
     def mixed(key, n_chunks, chunk_size):
         salt = jax.random.normal(jax.random.fold_in(key, 99))
-        return chunk_means(key, n_chunks, chunk_size) + 0.0 * salt
+        keys = jax.random.split(key, n_chunks)
+        means = jax.vmap(lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,)))))(keys)
+        return means + 0.0 * salt
 
     verdict = check_chunk_means(mixed)
     assert not verdict and "fold_in" in verdict.message
@@ -358,11 +368,10 @@ def test_chunk_means_hard_coded_chunk_size_fails_on_a_second_size():
     """A chunk size fixed at the typical case's 500 passes it, but not a second size."""
 
     def fixed_size(key, n_chunks, chunk_size):
-        keys = jax.random.split(key, n_chunks)
-        return jax.vmap(lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (500,)))))(keys)
+        return chunk_means(key, n_chunks, 500)
 
     verdict = check_chunk_means(fixed_size)
-    assert not verdict and "chunk_size=3" in verdict.message
+    assert not verdict and "draw chunk_size values per chunk" in verdict.message
 
 
 def test_random_walk_returning_carry_and_positions_fails_with_the_expected_structure():
