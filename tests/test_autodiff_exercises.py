@@ -5,14 +5,14 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxcourse.exercises.autodiff import check_clipped_grads, check_exprel, check_hvp, check_loss_and_grad
+from jaxcourse.exercises.autodiff import check_exprel, check_hvp, check_jacobian_rows, check_loss_and_grad
 
 
 def stub(*args, **kwargs):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("checker", [check_loss_and_grad, check_hvp, check_exprel, check_clipped_grads])
+@pytest.mark.parametrize("checker", [check_loss_and_grad, check_hvp, check_exprel, check_jacobian_rows])
 def test_stub_is_not_yet(checker):
     verdict = checker(stub)
     assert not verdict
@@ -174,59 +174,46 @@ def test_exprel_wrong_answers_fail(wrong, hint):
 # Exercise 4 ------------------------------------------------------------------------------------
 
 
-def per_example(loss, params, xs, ys):
-    return jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(params, xs, ys)
+def reference_jacobian_rows(f, x, cotangents):
+    _, backward = jax.vjp(f, x)
+    return jax.vmap(lambda u: backward(u)[0])(cotangents)
 
 
-def global_norms(grads):
-    return jnp.sqrt(sum(jnp.sum(g.reshape(g.shape[0], -1) ** 2, axis=1) for g in jax.tree.leaves(grads)))
+def test_jacobian_rows_reference_passes():
+    verdict = check_jacobian_rows(reference_jacobian_rows)
+    assert verdict, verdict.message
 
 
-def scale_examples(grads, scale):
-    return jax.tree.map(lambda g: g * scale.reshape(-1, *([1] * (g.ndim - 1))), grads)
+def test_jacobian_rows_vjp_inside_vmap_also_passes():
+    """One vjp traced inside vmap: f still runs once, the program is one batched backward pass."""
+    assert check_jacobian_rows(lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u))
 
 
-def reference_clipped_grads(loss, params, xs, ys, max_norm):
-    grads = per_example(loss, params, xs, ys)
-    return scale_examples(grads, jnp.minimum(1.0, max_norm / global_norms(grads)))
+def loop_of_vjps(f, x, cotangents):
+    return jnp.stack([jax.vjp(f, x)[1](u)[0] for u in cotangents])
 
 
-def test_clipped_grads_reference_passes():
-    assert check_clipped_grads(reference_clipped_grads)
+def loop_over_backward(f, x, cotangents):
+    _, backward = jax.vjp(f, x)
+    return jnp.stack([backward(u)[0] for u in cotangents])
 
 
-def clip_the_mean(loss, params, xs, ys, max_norm):
-    grads = jax.tree.map(lambda g: g.mean(axis=0), per_example(loss, params, xs, ys))
-    norm = jnp.sqrt(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
-    return jax.tree.map(lambda g: g * jnp.minimum(1.0, max_norm / norm), grads)
-
-
-def divide_by_norm(loss, params, xs, ys, max_norm):
-    grads = per_example(loss, params, xs, ys)
-    norms = global_norms(grads)
-    return scale_examples(grads, jnp.minimum(norms, max_norm) / norms)
-
-
-def clip_each_leaf(loss, params, xs, ys, max_norm):
-    grads = per_example(loss, params, xs, ys)
-    return {k: scale_examples({k: g}, jnp.minimum(1.0, max_norm / global_norms({k: g})))[k] for k, g in grads.items()}
-
-
-def normalise_all(loss, params, xs, ys, max_norm):
-    grads = per_example(loss, params, xs, ys)
-    return scale_examples(grads, max_norm / jnp.maximum(global_norms(grads), 1e-30))
+def tuple_not_unpacked(f, x, cotangents):
+    _, backward = jax.vjp(f, x)
+    return jax.vmap(backward)(cotangents)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (clip_the_mean, "one gradient per example"),
-        (lambda loss, params, xs, ys, max_norm: per_example(loss, params, xs, ys), "right but not clipped"),
-        (divide_by_norm, "came out NaN"),
-        (clip_each_leaf, "clipped each leaf"),
-        (normalise_all, "only those above it"),
+        (lambda f, x, u: u @ jax.jacrev(f)(x), "builds an (7, 5) or (7, 7) array"),
+        (lambda f, x, u: u @ jax.jacfwd(f)(x), "builds an (7, 5) or (7, 7) array"),
+        (loop_of_vjps, "f ran 3 times for 3 cotangent(s)"),
+        (loop_over_backward, "a Python loop over the rows is unrolled"),
+        (tuple_not_unpacked, "the backward function of jax.vjp returns one cotangent per argument"),
+        (lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u).T, "one row per cotangent"),
     ],
-    ids=["mean-first", "not-clipped", "zero-norm-nan", "per-leaf", "normalise-all"],
+    ids=["jacrev-then-matmul", "jacfwd-then-matmul", "vjp-per-row", "loop-over-backward", "tuple", "transposed"],
 )
-def test_clipped_grads_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_clipped_grads, wrong, hint)
+def test_jacobian_rows_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_jacobian_rows, wrong, hint)

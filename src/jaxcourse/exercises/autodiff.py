@@ -288,82 +288,93 @@ def check_exprel(exprel: Callable) -> None:
 # Exercise 4 ------------------------------------------------------------------------------------
 
 
-def _squared_error(params, x, y):
-    return (x @ params["w"] + params["b"] - y) ** 2
+def _wave(x):
+    """R^5 -> R^7 with no (7, 5) array inside: two elementwise maps and a cumulative sum."""
+    return jnp.concatenate([jnp.sin(x) * x, jnp.cumsum(jnp.cos(x))[:2]])
 
 
-def _clipping_case():
-    """params, xs, ys, max_norm: four examples whose gradient norms are large, zero, exactly
-    max_norm (x = 0, residual 1/2: gradient (0, 0, 1)), and small."""
-    params = {"w": np.array([1.0, -2.0], np.float32), "b": np.float32(0.5)}
-    xs = np.array([[3.0, 1.0], [1.0, 1.0], [0.0, 0.0], [0.1, 0.0]], np.float32)
-    predictions = xs @ params["w"] + params["b"]
-    ys = np.array([predictions[0] - 4.0, predictions[1], predictions[2] - 0.5, predictions[3] - 0.1], np.float32)
-    return params, xs, ys, 1.0
+def _pairs(x):
+    """R^4 -> R^6: products of neighbours and a shifted exponential."""
+    return jnp.concatenate([x[:-1] * x[1:], jnp.exp(0.5 * x[:3])])
 
 
-def _clipped_reference(params, xs, ys, max_norm, per_leaf: bool = False):
-    """Per-example gradients of the squared error, each scaled to a norm of at most max_norm, in
-    float64 (per_leaf: each leaf clipped on its own, a typical mistake)."""
-    residuals = xs.astype(np.float64) @ params["w"] + params["b"] - ys
-    grads = {"w": 2.0 * residuals[:, None] * xs, "b": 2.0 * residuals}
-    if per_leaf:
-        norms = {k: np.sqrt(np.sum(g.reshape(len(ys), -1) ** 2, axis=1)) for k, g in grads.items()}
-        scales = {k: np.minimum(1.0, max_norm / np.maximum(n, 1e-30)) for k, n in norms.items()}
-        return {"w": grads["w"] * scales["w"][:, None], "b": grads["b"] * scales["b"]}
-    norms = np.sqrt(np.sum(grads["w"] ** 2, axis=1) + grads["b"] ** 2)
-    scale = np.minimum(1.0, max_norm / np.maximum(norms, 1e-30))
-    return {"w": grads["w"] * scale[:, None], "b": grads["b"] * scale}, norms
+_JACOBIAN_CASES = (
+    ("a map from 5 inputs to 7 outputs", _wave, np.linspace(-1.0, 1.5, 5, dtype=np.float32), 7),
+    ("a map from 4 inputs to 6 outputs", _pairs, np.array([0.5, -1.0, 2.0, 0.25], np.float32), 6),
+)
 
 
-@exercise_checker("Exercise 4 (per-example gradients, clipped)")
-def check_clipped_grads(clipped_grads: Callable) -> None:
-    """Checks `clipped_grads(loss, params, xs, ys, max_norm)`: per-example gradients of `loss`,
-    each scaled down to a global norm of at most `max_norm`."""
-    params, xs, ys, max_norm = _clipping_case()
-    n, d = xs.shape
-    args = (jax.tree.map(jnp.asarray, params), jnp.asarray(xs), jnp.asarray(ys), max_norm)
-    expected, norms = _clipped_reference(params, xs, ys, max_norm)
-    jitted = jax.jit(lambda *args: clipped_grads(_squared_error, *args))  # the loss is no array: closed over
-    for how, run in (
-        ("eagerly", lambda: call_answer(clipped_grads, _squared_error, *args, what="clipped_grads")),
-        ("under jax.jit (max_norm traced)", lambda: call_answer(jitted, *args, what="jax.jit(clipped_grads)")),
-    ):
-        result = run()
+def _counted(f):
+    """f, and a list that grows by one at each Python call of it."""
+    calls = []
+
+    def counted(x):
+        calls.append(1)
+        return f(x)
+
+    return counted, calls
+
+
+def _shapes(jaxpr) -> set[tuple]:
+    """The shape of every array an equation of `jaxpr` (nested ones included) reads or writes."""
+    return {
+        tuple(var.aval.shape)
+        for eqn in equations(jaxpr)
+        for var in [*eqn.invars, *eqn.outvars]
+        if hasattr(getattr(var, "aval", None), "shape")
+    }
+
+
+@exercise_checker("Exercise 4 (rows of a Jacobian with vmap of vjp)")
+def check_jacobian_rows(jacobian_rows: Callable) -> None:
+    """Checks `jacobian_rows(f, x, cotangents)` -> cotangents @ J(x), `(k, n)`, from one forward
+    pass of `f`, without the `(m, n)` Jacobian, and with a program whose size does not grow with k."""
+    rng = np.random.default_rng(4)
+    for description, f, x, m in _JACOBIAN_CASES:
+        n = x.shape[0]
+        for k in (3, 1):
+            cotangents = rng.normal(size=(k, m)).astype(np.float32)
+            expected = cotangents.astype(np.float64) @ np.asarray(jax.jacrev(f)(jnp.asarray(x)), np.float64)
+            counted, calls = _counted(f)
+            result = call_answer(jacobian_rows, counted, jnp.asarray(x), jnp.asarray(cotangents), what="jacobian_rows")
+            require(
+                not (isinstance(result, tuple) and len(result) == 1),
+                "you returned a tuple of one array: the backward function of jax.vjp returns one "
+                "cotangent per argument of f, as a tuple. Take its [0] inside the vmapped function.",
+            )
+            result = require_array(result, (k, n), f"jacobian_rows on {description} with {k} cotangent(s)",
+                                   "one row per cotangent, one column per input of f: (k, n)")
+            require(
+                close(result, expected, rtol=1e-4, atol=1e-5),
+                f"on {description}, row i should be cotangents[i] @ J(x); expected "
+                f"{np.round(expected, 4).tolist()}, got {np.round(np.asarray(result, np.float64), 4).tolist()}.",
+            )
+            require(
+                len(calls) == 1,
+                f"the values are right, but f ran {len(calls)} times for {k} cotangent(s): one jax.vjp per row "
+                "repeats the forward pass. Call jax.vjp(f, x) once and jax.vmap its backward function over "
+                "the cotangents.",
+            )
+        jitted = jax.jit(lambda x, u, f=f: jacobian_rows(f, x, u))
+        compiled = call_answer(jitted, jnp.asarray(x), jnp.asarray(cotangents), what="jax.jit(jacobian_rows)")
+        require(close(compiled, expected, rtol=1e-4, atol=1e-5), "jax.jit(jacobian_rows) disagrees with the eager call.")
+    description, f, x, m = _JACOBIAN_CASES[0]
+    n = x.shape[0]
+    sizes = {}
+    for k in (2, 6):
+        jaxpr = traced_program(lambda x, u: jacobian_rows(f, x, u), jnp.asarray(x), jnp.ones((k, m), jnp.float32),
+                               what="jacobian_rows")
+        shapes = _shapes(jaxpr)
         require(
-            isinstance(result, dict) and set(result) == set(params),
-            f"{how}, the result should be a dict like params, with keys {sorted(params)}, holding one "
-            f"gradient per example; got {describe(result)}.",
+            (m, n) not in shapes and (n, m) not in shapes and (m, m) not in shapes,
+            f"the values are right, but your program builds an ({m}, {n}) or ({m}, {m}) array: the whole "
+            "Jacobian (jax.jacrev pulls back every row of the identity). Pull back only the cotangents "
+            "you were given: jax.vmap over the backward function of one jax.vjp.",
         )
-        shapes = {k: np.shape(v) for k, v in result.items()}
-        require(
-            shapes == {"w": (n, d), "b": (n,)},
-            f"{how}, expected one gradient per example, a leading axis of {n}: shapes "
-            f"{{'w': {(n, d)}, 'b': {(n,)}}}, got {shapes}. Map jax.grad(loss) over the examples with "
-            "jax.vmap(..., in_axes=(None, 0, 0)) before clipping.",
-        )
-        require(
-            not any(np.isnan(np.asarray(v)).any() for v in result.values()),
-            f"{how}, the example whose gradient is zero came out NaN: 0 / 0 when you divide by its norm. "
-            "Scale by jnp.minimum(1, max_norm / norm), which is 1 for a zero norm (max_norm / 0 = inf).",
-        )
-        if close(result, expected, rtol=1e-4, atol=1e-5):
-            continue
-        unclipped, _ = _clipped_reference(params, xs, ys, np.inf)
-        require(
-            not close(result, unclipped, rtol=1e-4, atol=1e-5),
-            f"{how}, the gradients are right but not clipped: the first example's norm is {norms[0]:.2f} > "
-            f"max_norm = {max_norm}; scale each example's gradient by min(1, max_norm / its norm).",
-        )
-        require(
-            not close(result, _clipped_reference(params, xs, ys, max_norm, per_leaf=True), rtol=1e-4, atol=1e-5),
-            f"{how}, you clipped each leaf (w, b) on its own; clip by the global norm of each example's "
-            "gradient, sqrt(|g_w|^2 + g_b^2), the same scale for all its leaves.",
-        )
-        normalised = {k: v / np.maximum(norms, 1e-30).reshape(-1, *([1] * (v.ndim - 1))) * max_norm for k, v in unclipped.items()}
-        require(
-            not close(result, normalised, rtol=1e-4, atol=1e-5),
-            f"{how}, every gradient was scaled to norm max_norm; only those above it are scaled down "
-            f"(the last example, of norm {norms[-1]:.2f}, must stay as it is).",
-        )
-        require(False, f"{how}, wrong clipped gradients: expected {jax.tree.map(lambda a: np.round(a, 3).tolist(), expected)}.")
+        sizes[k] = sum(1 for _ in equations(jaxpr))
+    require(
+        sizes[2] == sizes[6],
+        f"the values are right, but your program has {sizes[2]} equations for 2 cotangents and {sizes[6]} "
+        "for 6: a Python loop over the rows is unrolled, one backward pass per row. jax.vmap the backward "
+        "function instead, so one batched backward pass serves all rows.",
+    )
