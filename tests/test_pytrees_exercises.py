@@ -57,14 +57,58 @@ def test_count_params_top_level_only_fails():
 # Exercise 2: stack a list of records ----------------------------------------------------------
 
 
-def stack_records(records):
+def _stack_unchecked(records):
+    """The chapter's transpose cell with list changed to jnp.stack: right on matching records."""
     return jax.tree.map(lambda *xs: jnp.stack(xs), *records)
 
 
+def stack_records(records):
+    structure = jax.tree.structure(records[0])
+    for index, record in enumerate(records):
+        if jax.tree.structure(record) != structure:
+            raise ValueError(f"record {index} has structure {jax.tree.structure(record)}, record 0 {structure}")
+    return _stack_unchecked(records)
+
+
 def test_stack_records_reference_passes():
-    """Mapping jnp.stack over the records stacks every field on a new first axis."""
+    """Checking every structure against record 0's, then mapping jnp.stack over the records."""
     verdict = exercises.check_stack_records(stack_records)
     assert verdict, verdict.message
+
+
+def _array_maker(records):
+    """jnp.array takes a tuple of numbers as data: a prefix mismatch is stacked silently."""
+    return jax.tree.map(lambda *xs: jnp.array(xs), *records)
+
+
+def _top_level_type_only(records):
+    """Compares only the type of each record with record 0's: nested differences slip through."""
+    for index, record in enumerate(records):
+        if type(record) is not type(records[0]):
+            raise ValueError(f"record {index} is a {type(record).__name__}")
+    return _stack_unchecked(records)
+
+
+def _unnamed_error(records):
+    if any(jax.tree.structure(r) != jax.tree.structure(records[0]) for r in records):
+        raise ValueError("the records do not all have the same structure")
+    return _stack_unchecked(records)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (_stack_unchecked, "your function raised TypeError, not a ValueError"),
+        (_array_maker, "stacked the records anyway"),
+        (_top_level_type_only, "compare each record's jax.tree.structure with record 0's before stacking"),
+        (_unnamed_error, "should name the record that differs, 'record 2'"),
+    ],
+    ids=["chapter-cell-with-stack", "jnp-array", "top-level-type-only", "unnamed-record"],
+)
+def test_stack_records_without_a_structure_check_fails(wrong, hint):
+    """Right on matching records; the checker then passes records whose structures differ."""
+    verdict = exercises.check_stack_records(wrong)
+    assert not verdict and hint in verdict.message
 
 
 def test_stack_records_lists_fail():

@@ -103,7 +103,8 @@ def _records_cases() -> list[tuple[str, list]]:
 
 @exercise_checker("Exercise 2 (stack a list of records)")
 def check_stack_records(stack_records) -> None:
-    """Checks `stack_records(records)`: one record-shaped pytree with leaves stacked on axis 0."""
+    """Checks `stack_records(records)`: one record-shaped pytree with leaves stacked on axis 0, and a
+    ValueError naming the first record whose tree structure differs from record 0's."""
     for description, records in _records_cases():
         n = len(records)
         got = call_answer(stack_records, records, what="stack_records")
@@ -135,6 +136,50 @@ def check_stack_records(stack_records) -> None:
                 f"for {description}, field {field} has the right shape but wrong values: entry i "
                 "must come from record i.",
             )
+    _require_structure_check(stack_records)
+
+
+def _mismatched_cases() -> list[tuple[str, list, int]]:
+    """Lists of records in which one record's structure differs from record 0's, with its index."""
+    return [
+        (
+            "record 2's 'a' is a tuple of two numbers where records 0 and 1 hold an array of two",
+            [{"a": jnp.ones(2), "b": 1.0}, {"a": jnp.zeros(2), "b": 2.0}, {"a": (1.0, 2.0), "b": 3.0}],
+            2,
+        ),
+        ("record 1 has a key 'b' that record 0 lacks", [{"a": 1.0}, {"a": 2.0, "b": 4.0}, {"a": 3.0}], 1),
+        ("record 1 is a list where record 0 is a tuple", [(jnp.ones(2), 1.0), [jnp.ones(2), 2.0]], 1),
+    ]
+
+
+def _require_structure_check(stack_records) -> None:
+    """A list whose records differ in structure must raise ValueError naming the first one that differs."""
+    for description, records, index in _mismatched_cases():
+        try:
+            result = stack_records(records)
+        except ValueError as error:
+            require(
+                f"record {index}" in str(error),
+                f"when {description}, you raised ValueError({str(error)[:80]!r}...), but the message "
+                f"should name the record that differs, 'record {index}': compare each record's "
+                "jax.tree.structure with record 0's and raise your own error.",
+            )
+            continue
+        except Exception as error:  # the learner's code: any other error is the wrong kind
+            require(
+                False,
+                f"when {description}, your function raised {type(error).__name__}, not a ValueError "
+                f"naming 'record {index}': compare each record's jax.tree.structure with record 0's "
+                "before stacking, and raise ValueError yourself.",
+            )
+        require(
+            False,
+            f"when {description}, your function stacked the records anyway (into "
+            f"{jax.tree.structure(result)}): jax.tree.map(f, *records) only asks record 0 to be a "
+            "prefix of the others, and an array maker such as jnp.array takes a tuple as data. Compare "
+            "each record's jax.tree.structure with record 0's, and raise ValueError naming "
+            f"'record {index}'.",
+        )
 
 
 def _leaf_at(tree, path):
