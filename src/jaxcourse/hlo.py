@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 from typing import Callable
 
 import jax
@@ -128,22 +129,25 @@ def _result_bytes(shape_text: str) -> int:
     return total
 
 
-def collectives(fn: Callable, *args) -> list[tuple[str, int]]:
-    """The collectives of `jax.jit(fn)(*args)` once compiled, in program order, each as
-    (HLO opcode, bytes of its result on one device); nested computations (loop bodies)
+def collectives(fn: Callable, *args, **kwargs) -> list[tuple[str, int]]:
+    """The collectives of `jax.jit(fn)(*args, **kwargs)` once compiled, in program order, each
+    as (HLO opcode, bytes of its result on one device); nested computations (loop bodies)
     included, an asynchronous `...-start`/`...-done` pair counted once.
 
     `args` may be sharded arrays or `jax.ShapeDtypeStruct`s with shardings: the program is
-    compiled for those layouts, and the shapes are per device.
+    compiled for those layouts, and the shapes are per device. A function that is already
+    jitted is lowered as it is (its static `kwargs` included), so a program it has already
+    compiled for these arguments comes from JAX's cache instead of compiling again.
     """
-    text = _compiled_text(fn, *args)
+    lowered = fn.lower(*args, **kwargs) if hasattr(fn, "lower") else jax.jit(partial(fn, **kwargs)).lower(*args)
+    text = lowered.compile().as_text()
     return [(match["opcode"], _result_bytes(match["shape"])) for match in _COLLECTIVE.finditer(text)]
 
 
-def collective_counts(fn: Callable, *args) -> dict[str, int]:
-    """How many of each collective `collectives(fn, *args)` finds: {HLO opcode: count}, every
-    opcode of `COLLECTIVE_OPCODES` present (0 when absent)."""
+def collective_counts(fn: Callable, *args, **kwargs) -> dict[str, int]:
+    """How many of each collective `collectives(fn, *args, **kwargs)` finds: {HLO opcode: count},
+    every opcode of `COLLECTIVE_OPCODES` present (0 when absent)."""
     counts = dict.fromkeys(COLLECTIVE_OPCODES, 0)
-    for opcode, _ in collectives(fn, *args):
+    for opcode, _ in collectives(fn, *args, **kwargs):
         counts[opcode] += 1
     return counts

@@ -55,9 +55,10 @@ def _run_per_device(body, mesh: Mesh, x: np.ndarray, what: str):
 
     spec = P(DATA)
     program = jax.shard_map(checked, mesh=mesh, in_specs=spec, out_specs=spec, check_vma=False)
-    placed = jax.device_put(jnp.asarray(x), NamedSharding(mesh, spec))
-    result = call_answer(program, placed, what=what)
-    jaxpr = traced_program(program, placed, what=what)
+    with jax.set_mesh(mesh):  # the chapter's own mesh may be set; this one is for these lines
+        placed = jax.device_put(jnp.asarray(x), NamedSharding(mesh, spec))
+        result = call_answer(program, placed, what=what)
+        jaxpr = traced_program(program, placed, what=what)
     return result, primitive_names(jaxpr)
 
 
