@@ -226,65 +226,87 @@ def test_shrink_path_dict_gets_a_structure_hint():
     assert_not_yet(verdict, "one array of shape")
 
 
-# Exercise 4: compile ahead of time, and time it --------------------------------------------------
+# Exercise 4: serve a fixed set of shapes, compiled ahead of time ------------------------------------
 
 
-def compile_for(fn, shape, dtype):
-    start = time.perf_counter()
-    compiled = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile()
-    return compiled, time.perf_counter() - start
+def precompile(fn, shapes, dtype):
+    compiled = {
+        (tuple(shape), jnp.dtype(dtype)): jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile()
+        for shape in shapes
+    }
+
+    def serve(x):
+        key = (tuple(x.shape), x.dtype)
+        if key not in compiled:
+            raise ValueError(f"no executable for shape {key[0]} and dtype {key[1]}; served: {list(compiled)}")
+        return compiled[key](x)
+
+    return serve
 
 
-def test_compile_for_reference_passes():
-    """lower() on a ShapeDtypeStruct, then compile(), timed from the start."""
-    verdict = exercises.check_compile_for(compile_for)
+def test_precompile_reference_passes():
+    """One ShapeDtypeStruct-lowered executable per (shape, dtype), looked up at call time."""
+    verdict = exercises.check_precompile(precompile)
     assert verdict, verdict.message
 
 
-def test_compile_for_stub_is_not_yet():
-    assert_not_yet(exercises.check_compile_for(stub), "no answer yet")
+def test_precompile_stub_is_not_yet():
+    assert_not_yet(exercises.check_precompile(stub), "no answer yet")
 
 
-def test_compile_for_returning_the_jitted_function_fails():
-    """jax.jit(fn) is not compiled yet: it compiles on its first call."""
-
-    def not_compiled(fn, shape, dtype):
-        start = time.perf_counter()
-        jitted = jax.jit(fn)
-        return jitted, time.perf_counter() - start
-
-    assert_not_yet(exercises.check_compile_for(not_compiled), "jax.stages.Compiled")
+def _lazy_jit(fn, shapes, dtype):
+    """jax.jit(fn) compiles on first use, at call time, and any shape."""
+    return jax.jit(fn)
 
 
-def test_compile_for_timing_compile_only_fails():
-    """Starting the clock after lower() leaves tracing out of the time."""
+def _warm_up_with_data(fn, shapes, dtype):
+    """Compiles by running the jitted function on zeros: the cache is warm, but fn ran on data."""
+    jitted = jax.jit(fn)
+    for shape in shapes:
+        jitted(jnp.zeros(shape, dtype))
 
-    def compile_only(fn, shape, dtype):
-        lowered = jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype))
-        start = time.perf_counter()
-        compiled = lowered.compile()
-        return compiled, time.perf_counter() - start
+    def serve(x):
+        if tuple(x.shape) not in {tuple(s) for s in shapes} or x.dtype != dtype:
+            raise ValueError(f"shape {tuple(x.shape)}, dtype {x.dtype} not served")
+        return jitted(x)
 
-    assert_not_yet(exercises.check_compile_for(compile_only), "leaves out tracing")
-
-
-def test_compile_for_warming_up_with_data_fails():
-    """Calling the function on zeros first traces it twice (once for the call, once more is not needed)."""
-
-    def with_data(fn, shape, dtype):
-        x = jnp.zeros(shape, dtype)
-        fn(x)  # an eager call: runs fn's Python body once more
-        start = time.perf_counter()
-        compiled = jax.jit(fn).lower(x).compile()
-        return compiled, time.perf_counter() - start
-
-    assert_not_yet(exercises.check_compile_for(with_data), "traced exactly once")
+    return serve
 
 
-@pytest.mark.parametrize("bad", [None, 1.0])
-def test_compile_for_wrong_return_shape_fails(bad):
-    verdict = exercises.check_compile_for(lambda fn, shape, dtype: bad)
-    assert not verdict
+def _keyed_on_shape_only(fn, shapes, dtype):
+    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+
+    def serve(x):
+        if tuple(x.shape) not in compiled:
+            raise ValueError(f"shape {tuple(x.shape)} not served")
+        return compiled[tuple(x.shape)](x)
+
+    return serve
+
+
+def _falls_back_to_jit(fn, shapes, dtype):
+    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+    return lambda x: compiled[tuple(x.shape)](x) if tuple(x.shape) in compiled else jax.jit(fn)(x)
+
+
+def _key_error(fn, shapes, dtype):
+    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+    return lambda x: compiled[tuple(x.shape)](x)
+
+
+@pytest.mark.parametrize(
+    ("wrong", "hint"),
+    [
+        (_lazy_jit, "before it returns"),
+        (_warm_up_with_data, "ran fn 3 time(s) on data"),
+        (_keyed_on_shape_only, "key your executables on both"),
+        (_falls_back_to_jit, "compiling 1 program(s) at call time"),
+        (_key_error, "raised KeyError"),
+    ],
+    ids=["lazy-jit", "warm-up-with-data", "shape-only-key", "jit-fallback", "key-error"],
+)
+def test_precompile_wrong_answers_fail(wrong, hint):
+    assert_not_yet(exercises.check_precompile(wrong), hint)
 
 
 # Exercise 5: check jit against float64 -----------------------------------------------------------
