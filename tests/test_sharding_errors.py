@@ -70,3 +70,61 @@ def test_shard_map_rejects_unsharded_input(mesh, batch, params0):
     x, y = batch
     with pytest.raises(ValueError, match="does not match the specs of the input"):
         parallel.make_shard_map_step(mesh)(params0, x, y)
+
+
+def test_set_mesh_replicates_uncommitted_params(mesh, batch, params0):
+    """Under jax.set_mesh, the unplaced (uncommitted) params are taken as replicated: the step runs."""
+    x, y = batch
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    with jax.set_mesh(mesh):
+        new_params, _ = jax.jit(parallel.sgd_step)(params0, jax.device_put(x, rows), jax.device_put(y, rows))
+    assert new_params.weights.sharding.is_fully_replicated
+
+
+def test_params_committed_to_one_device_fail_even_under_set_mesh(devices, mesh, batch, params0):
+    x, y = batch
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    with jax.set_mesh(mesh), pytest.raises(ValueError, match="Received incompatible devices for jitted computation"):
+        jax.jit(parallel.sgd_step)(jax.device_put(params0, devices[0]), jax.device_put(x, rows), jax.device_put(y, rows))
+
+
+def test_indexing_along_the_split_axis_asks_for_an_out_sharding(mesh, batch):
+    x, _ = batch
+    x_sharded = jax.device_put(x, NamedSharding(mesh, P(parallel.AXIS)))
+    with pytest.raises(Exception, match=r"Use `\.at\[\.\.\.\]\.get\(out_sharding=\)`") as raised:
+        x_sharded[0]
+    assert type(raised.value).__name__ == "ShardingTypeError"
+    row = x_sharded.at[0].get(out_sharding=NamedSharding(mesh, P()))
+    assert row.tolist() == x[0].tolist()
+
+
+def test_jit_moves_uncommitted_inputs_but_refuses_committed_ones_elsewhere(mesh, batch, params0):
+    x, y = batch
+    step = parallel.make_jit_step(mesh)
+    step(params0, x, y)  # uncommitted: moved to the in_shardings
+    placed = jax.device_put(params0, NamedSharding(mesh, P()))
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    with pytest.raises(ValueError, match="Sharding passed to jit does not match the sharding on the respective arg"):
+        step(placed, jax.device_put(x, NamedSharding(mesh, P())), jax.device_put(y, rows))
+
+
+def test_check_vma_false_leaves_each_device_its_block_gradient(mesh, batch, params0):
+    """A pmean inside the differentiated loss reduces the gradient only with check_vma=True;
+    grad of the shard_map from outside is right in both modes."""
+    x, y = batch
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    xs, ys = jax.device_put(x, rows), jax.device_put(y, rows)
+    true = jax.grad(parallel.mse_loss)(params0, x, y).weights
+
+    def body(params, x_block, y_block):
+        grads = jax.grad(lambda p: lax.pmean(parallel.mse_loss(p, x_block, y_block), parallel.AXIS))(params)
+        return grads.weights[None]
+
+    for check_vma, all_true in ((True, True), (False, False)):
+        per_device = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P("data"), P("data")),
+                                           out_specs=P("data"), check_vma=check_vma))(params0, xs, ys)
+        assert bool(jnp.allclose(per_device, true, rtol=1e-5, atol=1e-6).all()) is all_true
+        assert jnp.allclose(per_device.mean(axis=0), true, rtol=1e-5, atol=1e-5)
+        loss = jax.shard_map(lambda p, xb, yb: lax.pmean(parallel.mse_loss(p, xb, yb), parallel.AXIS), mesh=mesh,
+                             in_specs=(P(), P("data"), P("data")), out_specs=P(), check_vma=check_vma)
+        assert jnp.allclose(jax.jit(jax.grad(loss))(params0, xs, ys).weights, true, rtol=1e-5, atol=1e-6)

@@ -30,56 +30,85 @@ def mesh(devices):
     return jax.make_mesh((len(devices),), ("data",), devices=devices)
 
 
-# --- Exercise 1: standardise with pmap -----------------------------------------------------
+# --- Exercise 1: standardise with shard_map ------------------------------------------------
 
 
-def test_standardise_reference_passes(devices):
-    @partial(jax.pmap, axis_name="data", devices=devices)
+def _on_rows(mesh):
+    return lambda body: jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data")))
+
+
+def test_standardise_reference_passes(mesh):
+    @_on_rows(mesh)
     def standardise(x_block):
         mean = lax.pmean(jnp.mean(x_block, axis=0), "data")
         mean_of_squares = lax.pmean(jnp.mean(x_block**2, axis=0), "data")
         return (x_block - mean) / jnp.sqrt(mean_of_squares - mean**2)
 
-    verdict = check_global_standardise(standardise, len(devices))
+    verdict = check_global_standardise(standardise, mesh)
     assert verdict, verdict.message
 
 
-def test_standardise_two_pass_variant_passes(devices):
-    @partial(jax.pmap, axis_name="data", devices=devices)
+def test_standardise_two_pass_variant_passes(mesh):
+    @_on_rows(mesh)
     def standardise(x_block):
         centred = x_block - lax.pmean(jnp.mean(x_block, axis=0), "data")
         return centred / jnp.sqrt(lax.pmean(jnp.mean(centred**2, axis=0), "data"))
 
-    assert check_global_standardise(standardise, len(devices))
+    assert check_global_standardise(standardise, mesh)
 
 
-def test_standardise_with_block_statistics_fails(devices):
-    @partial(jax.pmap, axis_name="data", devices=devices)
+def test_standardise_pmap_still_passes(devices, mesh):
+    """Older code: the same statistics with pmap over the reshaped blocks are accepted too."""
+    pmapped = jax.pmap(
+        lambda b: (b - lax.pmean(b.mean(axis=0), "data")) / jnp.sqrt(lax.pmean(jnp.mean((b - lax.pmean(b.mean(axis=0), "data")) ** 2, axis=0), "data")),
+        axis_name="data", devices=devices,
+    )
+
+    def standardise(x):
+        return pmapped(parallel.split_for_devices(x, len(devices))).reshape(x.shape)
+
+    assert check_global_standardise(standardise, mesh)
+
+
+def test_standardise_with_block_statistics_fails(mesh):
+    @_on_rows(mesh)
     def standardise(x_block):
         return (x_block - x_block.mean(axis=0)) / x_block.std(axis=0)
 
-    verdict = check_global_standardise(standardise, len(devices))
+    verdict = check_global_standardise(standardise, mesh)
     assert not verdict
     assert "its own block" in verdict.message
 
 
-def test_standardise_with_mean_of_block_stds_fails(devices):
-    @partial(jax.pmap, axis_name="data", devices=devices)
+def test_standardise_with_mean_of_block_stds_fails(mesh):
+    @_on_rows(mesh)
     def standardise(x_block):
         mean = lax.pmean(x_block.mean(axis=0), "data")
         return (x_block - mean) / lax.pmean(x_block.std(axis=0), "data")
 
-    verdict = check_global_standardise(standardise, len(devices))
+    verdict = check_global_standardise(standardise, mesh)
     assert not verdict
     assert "the mean of the block stds is not the std" in verdict.message
 
 
-def test_standardise_stub_is_not_yet(devices):
-    @partial(jax.pmap, axis_name="data", devices=devices)
+def test_standardise_on_the_whole_array_fails(mesh):
+    """Right values from plain jnp code on the sharded array: not the per-device program asked for."""
+
+    @jax.jit
+    def standardise(x):
+        return (x - x.mean(axis=0)) / x.std(axis=0)
+
+    verdict = check_global_standardise(standardise, mesh)
+    assert not verdict
+    assert "not a shard_map with collectives" in verdict.message
+
+
+def test_standardise_stub_is_not_yet(mesh):
+    @_on_rows(mesh)
     def standardise(x_block):
         raise NotImplementedError
 
-    verdict = check_global_standardise(standardise, len(devices))
+    verdict = check_global_standardise(standardise, mesh)
     assert not verdict
     assert "no answer yet" in verdict.message
 
@@ -219,27 +248,17 @@ def test_profiled_elbo_none_answer_is_not_yet(mesh):
 # --- Answers that ignore the devices or the mesh, or return the wrong structure ------------
 
 
-def test_standardise_without_pmap_fails(devices):
-    """Standardising the stacked blocks as one array gives the numbers, but no pmap, no collective."""
+def test_standardise_returning_the_statistics_too_fails(mesh):
+    """(x, mean, std): one array was asked for."""
 
-    def standardise(blocks):
-        rows = blocks.reshape(-1, blocks.shape[-1])
-        return ((blocks - rows.mean(axis=0)) / rows.std(axis=0)).reshape(blocks.shape)
-
-    verdict = check_global_standardise(standardise, len(devices))
-    assert not verdict and "not a pmap with collectives" in verdict.message
-
-
-def test_standardise_returning_the_statistics_too_fails(devices):
-    """(blocks, mean, std): one array of blocks was asked for."""
-
-    @partial(jax.pmap, axis_name="data", devices=devices)
+    @jax.jit
+    @partial(jax.shard_map, mesh=mesh, in_specs=P("data"), out_specs=(P("data"), P(), P()))
     def standardise(x_block):
         mean = lax.pmean(jnp.mean(x_block, axis=0), "data")
         std = jnp.sqrt(lax.pmean(jnp.mean(x_block**2, axis=0), "data") - mean**2)
         return (x_block - mean) / std, mean, std
 
-    verdict = check_global_standardise(standardise, len(devices))
+    verdict = check_global_standardise(standardise, mesh)
     assert not verdict and "got a tuple of 3 items" in verdict.message
 
 

@@ -140,9 +140,8 @@ def make_jit_step(mesh: Mesh):
     """The step with `jit` and explicit shardings: rows of `x`, `y` split over `mesh`, parameters
     and loss replicated. The body is `sgd_step` unchanged; the compiler inserts the all-reduce.
 
-    `jit` moves unplaced inputs to these shardings. On an Explicit mesh (the `jax.make_mesh`
-    default), data already placed on the mesh needs parameters placed there too
-    (`jax.device_put(params, NamedSharding(mesh, P()))`), or tracing the gradient fails.
+    `jit` moves uncommitted inputs (arrays no `device_put` placed) to these shardings; a
+    committed input with another sharding raises a `ValueError` instead of moving.
     """
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
     return jax.jit(

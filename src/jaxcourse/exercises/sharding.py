@@ -1,4 +1,4 @@
-"""Checkers for the exercises of the sharding chapter (pmap, shard_map, the data-parallel PLN ELBO).
+"""Checkers for the exercises of the sharding chapter (shard_map, the data-parallel PLN ELBO).
 
 Test inputs are drawn with NumPy and the learner's function runs first, so a stub gets its
 verdict at once; the references are computed on one device.
@@ -44,46 +44,49 @@ _SHARDED_INPUT_HINTS = (
 
 
 def _require_per_device_program(answer, args: tuple, hint: str, what: str, static_argnums=()) -> None:
-    """Fails with `hint` unless the answer's program maps over devices (pmap and shard_map both
-    show as `shard_map` in the jaxpr) and combines the devices' results with a collective."""
+    """Fails with `hint` unless the answer's program maps over devices (shard_map, or pmap, which
+    also shows as `shard_map` in the jaxpr) and combines the devices' results with a collective."""
     jaxpr = traced_program(answer, *args, what=what, hints=_SHARDED_INPUT_HINTS, static_argnums=static_argnums)
     names = primitive_names(jaxpr)
     require("shard_map" in names and any(n.startswith(_COLLECTIVES) for n in names), hint)
 
 
-@exercise_checker("Standardise columns with pmap")
-def check_global_standardise(standardise, n_devices: int) -> None:
-    """`standardise` is pmapped over `n_devices` with axis name "data"; it takes and returns
-    `(n_devices, m, d)` blocks, standardised with the mean and std of all `n_devices * m` rows.
+@exercise_checker("Standardise columns with shard_map")
+def check_global_standardise(standardise, mesh: Mesh) -> None:
+    """`standardise(x)` takes `(n, d)` data whose rows are split over the "data" axis of `mesh`
+    and returns it standardised column by column with the mean and std of all n rows, computed
+    per device with shard_map and collectives.
     """
     require_callable(standardise, "standardise")
+    n_devices = mesh.shape[parallel.AXIS]
+    rows = NamedSharding(mesh, P(parallel.AXIS))
     rng = np.random.default_rng(7)
     for rows_per_device in (8, 3):
         x = (3.0 + 2.0 * rng.standard_normal((rows_per_device * n_devices, 3))).astype(np.float32)
         x[:rows_per_device] += 5.0  # the blocks differ, so block statistics give a different answer
-        blocks = x.reshape(n_devices, rows_per_device, 3)
         out = require_array(
-            call_answer(standardise, jnp.asarray(blocks), what="standardise", hints=_SHARDED_INPUT_HINTS),
-            blocks.shape, what="standardise", expected="(devices, rows, columns), like its input",
+            call_answer(standardise, jax.device_put(x, rows), what="standardise", hints=_SHARDED_INPUT_HINTS),
+            x.shape, what="standardise", expected="(rows, columns), like its input",
         )
-        local = (blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)
+        blocks = x.reshape(n_devices, rows_per_device, 3)
+        local = ((blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)).reshape(x.shape)
         require(
             not _close(out, local),
             "each device used the mean and std of its own block; average over devices with "
-            "lax.pmean(..., 'data') (the same axis name as in pmap).",
+            "lax.pmean(..., 'data') (the mesh axis of shard_map).",
         )
         expected = (x - x.mean(axis=0)) / x.std(axis=0)
         require(
-            _close(out.reshape(x.shape), expected),
+            _close(out, expected),
             f"with {rows_per_device} rows per device, the result differs from standardising all rows "
             "together. The global std is sqrt(mean(x**2) - mean(x)**2) with both means taken over "
             "every row (pmean of the block means); the mean of the block stds is not the std.",
         )
     _require_per_device_program(
-        standardise, (jnp.ones((n_devices, 2, 3)),),
-        "the values are right, but your function is not a pmap with collectives: it computed the "
-        "statistics of the whole stacked array at once. Decorate it with jax.pmap(axis_name='data') "
-        "and combine the block statistics with lax.pmean.",
+        standardise, (jax.device_put(jnp.ones((2 * n_devices, 3)), rows),),
+        "the values are right, but your function is not a shard_map with collectives: it computed the "
+        "statistics of the whole array at once. Decorate it with jax.shard_map(mesh=mesh, "
+        "in_specs=P('data'), out_specs=P('data')) and combine the block statistics with lax.pmean.",
         what="standardise",
     )
 
