@@ -154,6 +154,46 @@ def _unsharded_shard_map_input():
     parallel.make_shard_map_step(mesh)(parallel.LinearParams(jnp.zeros(3), jnp.zeros(())), x, y)
 
 
+def _index_a_split_axis():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    parallel, devices = _course_devices()
+    mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
+    jax.device_put(jnp.ones((8, 3)), NamedSharding(mesh, P(parallel.AXIS)))[0]
+
+
+def _committed_to_one_device_under_set_mesh():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    parallel, devices = _course_devices()
+    mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
+    x, y = parallel.make_regression(256, key=jax.random.key(0))
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    params = jax.device_put(parallel.LinearParams(jnp.zeros(3), jnp.zeros(())), devices[0])
+    with jax.set_mesh(mesh):
+        jax.jit(parallel.sgd_step)(params, jax.device_put(x, rows), jax.device_put(y, rows))
+
+
+def _committed_input_with_another_sharding():
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    parallel, devices = _course_devices()
+    mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
+    x, y = parallel.make_regression(256, key=jax.random.key(0))
+    replicated = NamedSharding(mesh, P())
+    params = jax.device_put(parallel.LinearParams(jnp.zeros(3), jnp.zeros(())), replicated)
+    parallel.make_jit_step(mesh)(params, jax.device_put(x, replicated), y)
+
+
+def _all_gather_declared_replicated():
+    from jax.sharding import PartitionSpec as P
+
+    mesh = jax.make_mesh((len(jax.devices()),), ("data",))
+    with jax.set_mesh(mesh):
+        x = jnp.ones((2 * len(jax.devices()), 3), out_sharding=P("data"))
+        jax.shard_map(lambda b: lax.all_gather(b, "data", tiled=True), mesh=mesh, in_specs=P("data"), out_specs=P())(x)
+
+
 def _monitor_every():
     from jaxcourse import pln
 
@@ -194,6 +234,10 @@ REPRODUCERS = {
     "Cannot abstractly evaluate a checkify.check which was not functionalized": _check_without_checkify,
     "Explicitly requested dtype float64": _float64_without_x64,
     "monitor_every must be a positive divisor of TOL_WINDOW": _monitor_every,
+    "to provide output PartitionSpec for the gather indexing": _index_a_split_axis,
+    "Received incompatible devices for jitted computation": _committed_to_one_device_under_set_mesh,
+    "Sharding passed to jit does not match the sharding on the respective arg": _committed_input_with_another_sharding,
+    "... out_specs which require replication which can't be statically inferred": _all_gather_declared_replicated,
 }
 
 QUOTES = quoted_messages()

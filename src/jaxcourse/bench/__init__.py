@@ -48,5 +48,14 @@ from ._report import runs_table as runs_table
 from ._report import summary_line as summary_line
 from ._report import summary_markdown as summary_markdown
 from ._report import write_csv as write_csv
+from ._params import MANY_ZEROS as MANY_ZEROS
+from ._params import compare_params as compare_params
+from ._params import correlation as correlation
+from ._params import params_float64 as params_float64
+from ._params import zero_fractions as zero_fractions
+from ._sweep import SweepPoint as SweepPoint
+from ._sweep import run_sweep as run_sweep
+from ._sweep import sweep_data as sweep_data
+from ._sweep import sweep_table as sweep_table
 from ._benchmark import cached_first_calls as cached_first_calls
 from ._benchmark import run_pln_benchmark as run_pln_benchmark

@@ -33,10 +33,14 @@ def _pln(args) -> int:
         methods=methods,
         blas_threads=args.blas_threads or None,
         progress=progress,
+        cold_repeat=args.cold_repeat,
+        cold_methods=args.cold_methods.split(",") if args.cold_methods else None,
+        reference_repeat=args.reference_repeat,
+        first_call_cache=not args.no_cache,
     )
     if args.out:
         out = Path(args.out)
-        out.write_text(json.dumps(results, indent=1))
+        out.write_text(json.dumps({k: v for k, v in results.items() if k != "fits"}, indent=1))
         write_csv(results, out.with_suffix(".csv"))
         print(f"wrote {out} and {out.with_suffix('.csv')}", file=sys.stderr)
     with __import__("pandas").option_context("display.width", 200, "display.max_columns", 20):
@@ -50,6 +54,9 @@ def _pln(args) -> int:
     env = results["environment"]
     print(f"device: {env['device']} ({env['backend']}), jax {env['jax']}, " + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if k != "jax"))
     print("BLAS/LAPACK threads: " + ", ".join(f"{name} {n}" for name, n in results["blas_threads"].items()))
+    cached = results.get("first_call_cached_s")
+    if cached:
+        print(f"plain first call with a persistent cache: {cached['fill_s']:.3g} s filling it, {cached['hit_s']:.3g} s reading it")
     print(summary_line(results))
     return 0
 
@@ -68,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
     pln.add_argument(
         "--blas-threads", type=int, default=1, help="most threads for BLAS/LAPACK (default 1; 0 leaves them as they are)"
     )
+    pln.add_argument("--cold-repeat", type=int, default=1, help="fresh processes timing each method's first call")
+    pln.add_argument("--cold-methods", help="comma-separated methods timed cold (default: all)")
+    pln.add_argument("--reference-repeat", type=int, help="warm fits of pyPLNmodels after its cold one (default: --repeat)")
+    pln.add_argument("--no-cache", action="store_true", help="skip the first calls with a persistent compilation cache")
     pln.add_argument("--devices", type=int, help="simulated CPU devices for level 6 (set before JAX starts)")
     args = parser.parse_args(argv)
     return _pln(args)

@@ -47,7 +47,7 @@ def run_pln_benchmark(
     its default fit, whose final ELBO is the target of the others.
 
     Args:
-        size: `tiny`, `oaks` (n = 116) or `oaks100` (n = 11600).
+        size: `tiny`, `oaks` (n = 116), `oaks100` (n = 11600) or `microcosm` (n = 921, p = 1209).
         n_iter: the iteration budget of the levels (a maximum for those that stop on a
             tolerance; the eager level 0 gets at most `EAGER_MAX_ITER_LARGE` above
             `LARGE_N_SAMPLES` samples).
@@ -68,7 +68,8 @@ def run_pln_benchmark(
     Returns:
         A JSON-ready dict: `environment`, `versions`, `blas_threads` (per library), sizes,
         `floor`, `target_elbo`, `runs` (one dict per method, with `times_s` and `elbo`
-        lists), and `metrics` (`Metrics` as a dict).
+        lists), `metrics` (`Metrics` as a dict), `methods` (`method_card` and device per
+        method) and `fits` (name -> final (M, S) as NumPy arrays; not JSON, the CLI drops it).
     """
     selected = select_methods(methods)
     if repeat < 1 or n_iter < 1 or cold_repeat < 0:
@@ -83,6 +84,7 @@ def run_pln_benchmark(
         runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say, plan)
         results = _results(size, data, n_iter, repeat, runs, combine_floors(floors))
         results["methods"] = [{**method_card(m), "device": run.device} for m, run in zip(selected, runs)]
+        results["fits"] = {run.name: run.variational for run in runs}
     if first_call_cache and PLAIN_CALL in {m.name for m in selected}:
         say(f"{PLAIN_CALL}: first calls with a persistent compilation cache")
         results["first_call_cached_s"] = cached_first_calls(data, PLAIN_CALL, n_iter)
@@ -165,6 +167,7 @@ def _results(size, data, n_iter, repeat, runs, floor) -> dict[str, Any]:
 
 def _run_as_dict(run: MethodRun, correction: float) -> dict[str, Any]:
     row = run._asdict()
+    del row["variational"]  # arrays: kept in results["fits"], not in the JSON
     row["times_s"] = [float(t) for t in run.times_s]
     row["warm_s"], row["cold_s"] = list(run.warm_s), list(run.cold_s)
     row["elbo"] = [float(e) for e in run.elbo]

@@ -46,6 +46,7 @@ class MethodRun(NamedTuple):
             compilation, or torch's first-call costs, included; empty if not measured.
         import_s: seconds a fresh process took to start and import what it ran, if measured.
         device: where it computed: JAX's backend and device, or torch's device and threads.
+        variational: the final `(n, p)` M and S as NumPy arrays (left out of the JSON).
     """
 
     name: str
@@ -66,6 +67,7 @@ class MethodRun(NamedTuple):
     cold_s: tuple[float, ...] = ()
     import_s: float | None = None
     device: str = ""
+    variational: tuple | None = None
 
 
 def float64_profiled_elbo(data: PLNData, variational) -> float:
@@ -134,6 +136,7 @@ def run_method(
         cold_s=tuple(run.fits[0].times_s[0] for run in cold),
         import_s=float(np.median([run.import_s for run in cold])) if cold else None,
         device=environment_device(),
+        variational=tuple(np.asarray(a) for a in result.variational),
     )
 
 
@@ -171,4 +174,5 @@ def run_reference(method: Method, data: PLNData, *, repeat: int = 1, cold_repeat
         cold_s=tuple(run.fits[0].times_s[0] for run in runs),
         import_s=float(np.median([run.import_s for run in runs])),
         device=runs[0].device,
+        variational=first.variational,
     )

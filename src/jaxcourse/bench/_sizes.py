@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import jax
 
-from ..pln import PLNData, load_oaks, simulate
+from ..pln import PLNData, load_oaks, make_data, simulate
 from ..pln.constants import BEST_KNOWN_ELBO_OAKS, OAKS100_COPIES
 
-SIZES = {"tiny": None, "oaks": 1, "oaks100": OAKS100_COPIES}
-"""Benchmark sizes: copies of oaks stacked (`tiny` is a small simulated data set, for tests)."""
+SIZES = {"tiny": None, "oaks": 1, "oaks100": OAKS100_COPIES, "microcosm": None}
+"""Benchmark sizes: copies of oaks stacked (`tiny` is a small simulated data set, for tests;
+`microcosm` the largest real data set pyPLNmodels ships, `load_microcosm`)."""
 
 
 def _check_size(size: str) -> None:
@@ -17,11 +18,26 @@ def _check_size(size: str) -> None:
 
 
 def load_size(size: str) -> PLNData:
-    """The `PLNData` of a benchmark size: `tiny`, `oaks` or `oaks100`."""
+    """The `PLNData` of a benchmark size: `tiny`, `oaks`, `oaks100` or `microcosm`."""
     _check_size(size)
+    if size == "microcosm":
+        return load_microcosm()
     if SIZES[size] is None:
         return simulate(40, 6, key=jax.random.key(0)).data
     return load_oaks(SIZES[size])
+
+
+def load_microcosm() -> PLNData:
+    """pyPLNmodels' microcosm data in full (921 samples of 1209 taxa, dairy cows' microbiota):
+    the counts, offsets log(total count of the sample) and the sampling site, one-hot (4
+    columns, no separate intercept)."""
+    import numpy as np
+    from pyPLNmodels import load_microcosm as _pyplnmodels_load_microcosm
+
+    micro = _pyplnmodels_load_microcosm(n_samples=921, dim=1209)
+    counts = np.asarray(micro["endog"], dtype=np.float64)
+    offsets = np.repeat(np.log(counts.sum(axis=1, keepdims=True)), counts.shape[1], axis=1)
+    return make_data(counts, offsets, np.asarray(micro["site_1hot"], dtype=np.float64))
 
 
 def best_known_elbo(size: str) -> float | None:

@@ -144,3 +144,16 @@ def pyplnmodels_start(counts) -> tuple[np.ndarray, np.ndarray]:
 
     mean, sqrt_var = _init_latent_pln(torch.as_tensor(np.asarray(counts, dtype=np.float32)))
     return mean.cpu().numpy(), sqrt_var.cpu().numpy()
+
+
+def criterion_trace(elbo) -> np.ndarray:
+    """pyPLNmodels' stopping criterion after each ELBO of `elbo`, computed by its own monitor
+    (`_ElboCriterionMonitor`), as `Pln.fit` updates it once per iteration."""
+    from pyPLNmodels.utils._criterion import _ElboCriterionMonitor
+
+    monitor = _ElboCriterionMonitor()
+    criteria = []
+    for value in np.asarray(elbo, dtype=np.float64):
+        monitor.update_criterion(float(value))
+        criteria.append(float(monitor.criterion))
+    return np.asarray(criteria)

@@ -1,0 +1,78 @@
+"""B and the correlations of Sigma compared between fits: how far apart, where, and why there.
+
+Two fits whose ELBOs agree to a fraction of a nat can still differ in B: along flat directions
+of the ELBO (species with many zeros, whose rates the data barely pin down) the parameters move
+a lot for a tiny change of the ELBO. Every fit's B and Sigma are recomputed here in float64 by
+the same closed forms, from its final (M, S), so only the fits differ, not the arithmetic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from ..pln import PLNData, Variational, as_float64, closed_form_params
+
+MANY_ZEROS = 0.8
+"""A species counts as mostly zeros when at least this fraction of its counts are 0."""
+
+
+def params_float64(data: PLNData, variational) -> tuple[np.ndarray, np.ndarray]:
+    """The closed-form `(d, p)` B and `(p, p)` Sigma of `variational` (any (M, S) pair), in float64."""
+    with jax.enable_x64(True):
+        params = closed_form_params(as_float64(data), Variational(*as_float64(tuple(variational))))
+        return np.asarray(params.coef), np.asarray(params.covariance)
+
+
+def correlation(covariance: np.ndarray) -> np.ndarray:
+    """The correlation matrix of a covariance matrix."""
+    scale = np.sqrt(np.diag(covariance))
+    return covariance / np.outer(scale, scale)
+
+
+def zero_fractions(data: PLNData) -> np.ndarray:
+    """`(p,)` the fraction of zero counts of each species."""
+    return np.mean(np.asarray(data.counts) == 0, axis=0)
+
+
+def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> "pandas.DataFrame":  # noqa: F821
+    """One row per fit of `fits` (name -> final (M, S)) other than `against`: how its B and the
+    correlations of its Sigma differ from those of `fits[against]`.
+
+    Columns: the largest |difference| in B, the species where it is (its index and fraction of
+    zeros), the mean |difference| in B over species with at least `MANY_ZEROS` zeros and over
+    the others, and the largest |difference| between correlations with its pair of species.
+    """
+    import pandas as pd
+
+    if against not in fits:
+        raise ValueError(f"against must name one of the fits {sorted(fits)}, got {against!r}.")
+    zeros = zero_fractions(data)
+    many = zeros >= MANY_ZEROS
+    coef_0, cov_0 = params_float64(data, fits[against])
+    corr_0 = correlation(cov_0)
+    rows = []
+    for name, variational in fits.items():
+        if name == against:
+            continue
+        coef, cov = params_float64(data, variational)
+        gap_b = np.max(np.abs(coef - coef_0), axis=0)  # per species, over the covariates
+        gap_corr = np.abs(correlation(cov) - corr_0)
+        worst = int(np.argmax(gap_b))
+        pair = np.unravel_index(int(np.argmax(gap_corr)), gap_corr.shape)
+        rows.append(
+            {
+                "fit": name,
+                "against": against,
+                "max |dB|": float(gap_b[worst]),
+                "at species": worst,
+                "its zeros": float(zeros[worst]),
+                f"mean |dB|, >= {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[many])) if many.any() else float("nan"),
+                f"mean |dB|, < {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[~many])) if (~many).any() else float("nan"),
+                "max |d corr|": float(gap_corr[pair]),
+                "at species pair": f"{pair[0]}, {pair[1]}",
+            }
+        )
+    return pd.DataFrame(rows).set_index("fit")
