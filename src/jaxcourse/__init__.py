@@ -14,6 +14,14 @@ Subpackages and modules, one idea each:
     config     problem sizes chosen by device
     parallel   the data-parallel training example of the sharding chapter, the mesh axis name
     tracecount count how often a function is traced
+    mesh       the ("data", "model") grid of devices, checked before jax.make_mesh sees it
+    collectives the collectives' HLO names and bytes sent, and the collective matmul
+    model_parallel an MLP sharded by FSDP and tensor parallelism, stepped with jit and shard_map
+    multiprocess the FSDP step on two processes joined by jax.distributed, and a bounded launcher
+    profiling  read a jax.profiler trace: events by kind, idle gaps
+    roofline   FLOPs and bytes from the cost analysis, the measured peak and bandwidth
+    memory     a compiled program's memory figures (arguments, outputs, temporaries, aliases)
+    compilation_cache  the course's way to turn on JAX's persistent compilation cache
 
 Build tooling (notebook generation, static checks of the Quarto book) is not part of this
 package: it lives in `tools/` at the repository root, so learners never install it.

@@ -149,29 +149,36 @@ def check_limited_by(limited_by: Callable) -> None:
                 + ".",
             )
             answers[machine, case] = answer
+    costs = {case: cost_of(fn, x) for case, fn, x in _BOUND_CASES}
+    expected = {
+        (machine, case): _expected_bound(costs[case], peak, bandwidth)
+        for machine, (peak, bandwidth) in _MACHINES.items()
+        for case in costs
+    }
+    inverted = {
+        (machine, case): "memory" if costs[case].intensity < bandwidth / peak else "compute"
+        for machine, (peak, bandwidth) in _MACHINES.items()
+        for case in costs
+    }
+    require(
+        answers == expected or answers != inverted,
+        "your answers follow a ridge of bandwidth / peak_flops; the ridge is peak_flops / bandwidth, "
+        "in FLOPs per byte like the intensity.",
+    )
     if len(set(answers.values())) == 1:
         raise CheckFailed(
             f"you answered {next(iter(answers.values()))!r} for every program on every machine; compare "
             "the program's intensity (FLOPs per byte) with the machine's ridge, peak_flops / bandwidth."
         )
-    for machine, (peak, bandwidth) in _MACHINES.items():
-        for case, fn, x in _BOUND_CASES:
-            program = cost_of(fn, x)
-            expected = _expected_bound(program, peak, bandwidth)
-            if answers[machine, case] == expected:
-                continue
-            inverted = "memory" if program.intensity < bandwidth / peak else "compute"
-            require(
-                answers[machine, case] != inverted or inverted == expected,
-                f"on {machine}, {case}: the ridge is peak_flops / bandwidth = {peak / bandwidth:g} FLOPs per "
-                "byte, not bandwidth / peak_flops.",
-            )
-            require(
-                False,
-                f"on {machine}, {case} does {program.flops:g} FLOPs on {program.bytes_accessed:g} bytes "
-                f"(intensity {program.intensity:.3g}); the ridge is {peak / bandwidth:g} FLOPs per byte, "
-                f"so the program is {expected}-bound, not {answers[machine, case]}-bound.",
-            )
+    for (machine, case), answer in answers.items():
+        program = costs[case]
+        peak, bandwidth = _MACHINES[machine]
+        require(
+            answer == expected[machine, case],
+            f"on {machine}, {case} does {program.flops:g} FLOPs on {program.bytes_accessed:g} bytes "
+            f"(intensity {program.intensity:.3g}); the ridge is {peak / bandwidth:g} FLOPs per byte, "
+            f"so the program is {expected[machine, case]}-bound, not {answer}-bound.",
+        )
 
 
 # Exercise 3 ------------------------------------------------------------------------------------

@@ -49,11 +49,14 @@ def iteration_cost(level: int, data: PLNData, *, optimizer: optax.GradientTransf
     raise ValueError(f"level must be one of 0-5, got {level!r}.")
 
 
+_update_step = jax.jit(update_step, static_argnames="optimizer")
+"""`update_step` compiled once per shape and optimizer (a new `jax.jit` per call would compile anew)."""
+
+
 def _shared_iteration_cost(data: PLNData, optimizer) -> Cost:
     variational = init_variational(data)
     params = closed_form_params(data, variational)
-    step = jax.jit(update_step, static_argnames="optimizer")
-    return cost_of(step, variational, params, optimizer.init(variational), data, optimizer=optimizer)
+    return cost_of(_update_step, variational, params, optimizer.init(variational), data, optimizer=optimizer)
 
 
 def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:
