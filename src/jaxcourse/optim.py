@@ -197,10 +197,18 @@ compile a new program."""
 
 
 class NewtonRpropState(NamedTuple):
-    """State of `newton_rprop`: a step multiplier and the last gradient sign per entry."""
+    """State of `newton_rprop`: a step multiplier and the last gradient sign per entry, and
+    for its guard the loss at the last accepted point and the step taken from there."""
 
     multipliers: optax.Params
     prev_signs: optax.Params
+    accepted_value: jax.Array
+    last_step: optax.Params
+
+
+GUARD_RISE = 1e-5
+"""`newton_rprop` rejects a step after which the loss rose by more than this fraction of its
+size (on oaks, about 0.3 nats: far above float32 rounding, far below a real overshoot)."""
 
 
 @described
@@ -221,6 +229,11 @@ def newton_rprop(
     overestimates (in the PLN model: directions along which Sigma adapts too) eta grows
     geometrically, as Rprop's step does. Unlike Rprop's step, the Newton step shrinks with
     the gradient, so the last iterations do not oscillate at a fixed step size.
+
+    A guard keeps the growing multipliers from running away: given the loss as the extra
+    argument `value=` (the PLN loop passes it), a step after which the loss rose by more than
+    `GUARD_RISE` of its size is rejected: the next update goes halfway back along it, and
+    every multiplier shrinks by `etas[0]`. Without `value=` (or where it is NaN) the guard is off.
     """
     _check_etas(etas)
 
@@ -228,17 +241,27 @@ def newton_rprop(
         return NewtonRpropState(
             multipliers=jax.tree.map(jnp.ones_like, params),
             prev_signs=jax.tree.map(lambda p: jnp.zeros_like(p, dtype=jnp.int8), params),
+            accepted_value=jnp.asarray(jnp.inf, jnp.result_type(*jax.tree.leaves(params))),
+            last_step=jax.tree.map(jnp.zeros_like, params),
         )
 
-    def update_fn(updates, state, params=None, *, curvature, **extra_args):
+    def update_fn(updates, state, params=None, *, curvature, value=None, **extra_args):
         del params, extra_args
+        value = jnp.asarray(jnp.nan if value is None else value, state.accepted_value.dtype)
+        rose = value > state.accepted_value + GUARD_RISE * jnp.abs(state.accepted_value)
 
         def one(g, c, eta, prev):
             eta, moves, sign = rprop_rule(g, prev, eta, etas, multipliers)
             return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, sign
 
         new_updates, etas_, signs = _map_unzip(one, updates, curvature, state.multipliers, state.prev_signs)
-        return new_updates, NewtonRpropState(etas_, signs)
+        # Rejected: back halfway along the last step, shorter multipliers, signs forgotten.
+        step = jax.tree.map(lambda u, last: jnp.where(rose, -0.5 * last, u), new_updates, state.last_step)
+        last_step = jax.tree.map(lambda u, last: jnp.where(rose, 0.5 * last, u), new_updates, state.last_step)
+        etas_ = jax.tree.map(lambda new, old: jnp.where(rose, jnp.maximum(old * etas[0], multipliers[0]), new), etas_, state.multipliers)
+        signs = jax.tree.map(lambda s: jnp.where(rose, jnp.int8(0), s), signs)
+        accepted = jnp.where(rose | jnp.isnan(value), state.accepted_value, value)
+        return step, NewtonRpropState(etas_, signs, accepted, last_step)
 
     return optax.GradientTransformationExtraArgs(init_fn, update_fn)
 

@@ -14,6 +14,7 @@ import numpy as np
 import optax
 
 from ._data import PLNData
+from .separation import find_separation, warn_separation
 from ._model import ModelParams, Variational, closed_form_params, elbo
 
 LEARNING_RATE = 0.05
@@ -172,8 +173,11 @@ def update_step(
     return variational, closed_form_params(data, variational), opt_state, -loss
 
 
-def check_fit_arguments(data: PLNData, n_iter: int) -> None:
-    """Raises `TypeError`/`ValueError` for a `fit` call that cannot work."""
+def check_fit_arguments(data: PLNData, n_iter: int, *, warn_on_separation: bool = True) -> None:
+    """Raises `TypeError`/`ValueError` for a `fit` call that cannot work, and warns
+    (`SeparationWarning`) when some coefficients have no finite estimate: levels 0-4 then fit
+    the data as given, and their ELBO creeps up as those coefficients drift (levels 5 and 6
+    pass `warn_on_separation=False` and handle it themselves)."""
     if not isinstance(data, PLNData):
         raise TypeError(
             f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}."
@@ -182,3 +186,5 @@ def check_fit_arguments(data: PLNData, n_iter: int) -> None:
         raise TypeError(f"n_iter must be an int, got {type(n_iter).__name__}.")
     if n_iter < 1:
         raise ValueError(f"n_iter must be at least 1, got {n_iter}.")
+    if warn_on_separation:
+        warn_separation(data, find_separation(data), stacklevel=4)

@@ -135,6 +135,12 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
     covariates = _as_float_matrix("covariates", covariates)
     _check_rows("covariates", covariates, n_samples)
     _check_finite("covariates", covariates)
+    rank = np.linalg.matrix_rank(covariates)
+    if rank < covariates.shape[1]:
+        raise ValueError(
+            f"covariates must have linearly independent columns, but their {covariates.shape[1]} columns have rank "
+            f"{rank}: drop a column (with an intercept, code a factor with one column fewer than its levels)."
+        )
 
     return PLNData(
         counts=jnp.asarray(counts, dtype=jnp.float32),
@@ -143,27 +149,71 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
     )
 
 
-def load_oaks(repeat: int = 1) -> PLNData:
-    """The oaks powdery-mildew data (n = 116 leaves, p = 114 species), via pyPLNmodels.
+OAKS_COVARIATES = ("tree", "dist2ground", "orientation")
+"""The sample descriptions pyPLNmodels ships with oaks: `tree` (the leaf's tree: intermediate,
+resistant or susceptible to mildew) and `orientation` are factors, `dist2ground` a number."""
+
+
+def design_matrix(columns: dict) -> tuple[np.ndarray, tuple[str, ...]]:
+    """An intercept, then each of `columns` (name -> values, one per sample): a number as it is,
+    a factor as one 0/1 column per level but the first in sorted order (the reference level).
+
+    Returns:
+        The `(n_samples, n_covariates)` design matrix and the name of each column.
+    """
+    if not columns:
+        raise ValueError("design_matrix needs at least one column (the intercept is added for you).")
+    lengths = {len(values) for values in columns.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"every column must have one value per sample, got lengths {sorted(lengths)}.")
+    n_samples = lengths.pop()
+    blocks, names = [np.ones((n_samples, 1))], ["intercept"]
+    for name, values in columns.items():
+        values = np.asarray(values)
+        if np.issubdtype(values.dtype, np.number) and values.dtype != bool:
+            blocks.append(values.astype(np.float64)[:, None])
+            names.append(name)
+            continue
+        levels = sorted(set(values.astype(str).tolist()))
+        for level in levels[1:]:
+            blocks.append((values.astype(str) == level).astype(np.float64)[:, None])
+            names.append(f"{name}={level}")
+    return np.hstack(blocks), tuple(names)
+
+
+def load_oaks(repeat: int = 1, *, covariates: tuple[str, ...] = ()) -> PLNData:
+    """The oaks powdery-mildew data (n = 116 leaves, p = 114 taxa), via pyPLNmodels.
+
+    The 114 columns are 66 bacterial and 48 fungal taxa (amplicons of the bacterial 16S and the
+    fungal ITS1 regions); the offsets are the log of each sample's read total for the
+    amplicon its taxon was read with, which is why O is an (n, p) matrix, not one column.
 
     Args:
         repeat: stack the data `repeat` times along the samples, to make a bigger problem
             (the source tutorial uses 100: n = 11600).
+        covariates: names from `OAKS_COVARIATES` to add to the intercept (`design_matrix`
+            codes factors); the default is the intercept alone.
 
     Returns:
-        `PLNData` with the counts (`endog`), the offsets (already on the log scale) and an
-        intercept covariate, each repeated `repeat` times.
+        `PLNData` with the counts (`endog`), the offsets (already on the log scale) and the
+        covariates, each repeated `repeat` times.
     """
     if isinstance(repeat, bool) or not isinstance(repeat, (int, np.integer)):
         raise TypeError(f"repeat must be an int, got {type(repeat).__name__}.")
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}.")
+    if isinstance(covariates, str):
+        covariates = (covariates,)
+    unknown = [name for name in covariates if name not in OAKS_COVARIATES]
+    if unknown:
+        raise ValueError(f"unknown oaks covariates {unknown}; choose from {OAKS_COVARIATES}.")
     from pyPLNmodels import load_oaks as _pyplnmodels_load_oaks
 
     oaks = _pyplnmodels_load_oaks()
     counts = np.tile(np.asarray(oaks["endog"], dtype=np.float64), (repeat, 1))
     offsets = np.tile(np.asarray(oaks["offsets"], dtype=np.float64), (repeat, 1))
-    return make_data(counts, offsets)
+    design = design_matrix({name: np.asarray(oaks[name]) for name in covariates})[0] if covariates else None
+    return make_data(counts, offsets, None if design is None else np.tile(design, (repeat, 1)))
 
 
 def simulate(

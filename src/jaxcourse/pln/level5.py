@@ -22,8 +22,8 @@ from ._algorithm import FitResult, check_fit_arguments, init_variational, report
 from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_monitor_every, check_tol, run_loop
-from .profiled import prepare
-from .separation import find_separation, warn_separation
+from .profiled import Problem, prepare
+from .separation import Separation, find_separation, no_separation, push_to_limit, warn_separation
 
 RPROP = rprop(0.1, step_sizes=(1e-10, 50.0))
 """Level 5's default optimizer: torch-exact Rprop on (M, S), pyPLNmodels' step bounds, a
@@ -53,12 +53,17 @@ def fit_compiled(problem, variational, tol, step_limit=None, *, n_iter, optimize
     )
 
 
-def prepare_checked(data: PLNData, separation_limit: bool, *, stacklevel: int = 4):
+def prepare_checked(data: PLNData, separation_limit: bool, *, stacklevel: int = 4) -> tuple[Problem, Separation]:
     """`prepare(data)`, after looking for quasi-separation: warns if there is any
-    (`SeparationWarning`) and, with `separation_limit`, holds those rates at 0 (see `fit`)."""
+    (`SeparationWarning`) and, with `separation_limit`, holds those rates at 0 (see `fit`).
+
+    Returns:
+        The prepared problem, and the separation it holds (none without `separation_limit`).
+    """
     found = find_separation(data)
     warn_separation(data, found, stacklevel=stacklevel)
-    return prepare(data, found.mask if separation_limit and found.any else None)
+    held = found if separation_limit else no_separation(data)
+    return prepare(data, held.mask if held.any else None), held
 
 
 def check_level_options(tol, monitor_every, blas_threads) -> None:
@@ -124,8 +129,9 @@ def fit(
         separation_limit: where some species have only zero counts in a group of samples the
             covariates single out (quasi-separation, `separation.find_separation`; always
             reported by a `SeparationWarning`), fit the limit the ELBO rises towards, those
-            rates held at 0 (True), or the data as given, whose ELBO then creeps up for
-            thousands of iterations as their coefficients drift to -infinity (False).
+            rates held at 0, and return a point where they are numerically 0
+            (`separation.push_to_limit`; True), or fit the data as given, whose ELBO then
+            creeps up for thousands of iterations as their coefficients drift (False).
 
     Returns:
         A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, before step k (NaN
@@ -134,12 +140,12 @@ def fit(
         B and Sigma; `status` says whether it converged, hit `n_iter` or diverged. A fit that
         diverges warns (`FitDivergedWarning`) and returns its last iterate with a finite ELBO.
     """
-    check_fit_arguments(data, n_iter)  # before init_variational reads data
+    check_fit_arguments(data, n_iter, warn_on_separation=False)  # before init_variational reads data
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
     start = init_variational(data) if start is None else start
     check_start(data, start)
-    problem = prepare_checked(data, separation_limit)
+    problem, held = prepare_checked(data, separation_limit)
     tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
     options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every))
 
@@ -147,4 +153,4 @@ def fit(
         step_limit = jnp.asarray(step_limit, jnp.int32)
         return run_with_blas_threads(blas_threads, fit_compiled, problem, start, tol, step_limit, **options)
 
-    return report_divergence(run(n_iter), run)
+    return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)

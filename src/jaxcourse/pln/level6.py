@@ -38,7 +38,7 @@ from ._model import Variational
 from .convergence import DEFAULT_TOL, check_tol, run_loop
 from .level5 import BLAS_THREADS, RPROP, check_flag, check_level_options, prepare_checked, run_with_blas_threads
 from .profiled import prepare, problem_layout
-from .separation import SeparationWarning, find_separation, separation_message
+from .separation import SeparationWarning, find_separation, no_separation, push_to_limit, separation_message
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "mesh"))
 def _fit_sharded(problem, variational, tol, step_limit, *, n_iter, optimizer, monitor_every, mesh) -> FitResult:
@@ -92,13 +92,14 @@ def fit(
     Raises:
         ValueError: the samples do not split evenly over the devices.
     """
-    check_fit_arguments(data, n_iter)
+    check_fit_arguments(data, n_iter, warn_on_separation=False)
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
     mesh = sample_mesh() if mesh is None else mesh
     check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    problem = jax.device_put(prepare_checked(data, separation_limit), problem_layout(rows, replicated))
+    problem, held = prepare_checked(data, separation_limit)
+    problem = jax.device_put(problem, problem_layout(rows, replicated))
     variational = jax.device_put(init_variational(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
     options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), mesh=mesh)
@@ -107,7 +108,7 @@ def fit(
         step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
         return run_with_blas_threads(blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options)
 
-    return report_divergence(run(n_iter), run)
+    return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
@@ -199,8 +200,9 @@ def fit_many(
     if isinstance(data, PLNData):
         if keys is None:
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")
-        check_fit_arguments(data, n_iter)
-        problem = prepare_checked(data, separation_limit, stacklevel=3)
+        check_fit_arguments(data, n_iter, warn_on_separation=False)
+        problem, held = prepare_checked(data, separation_limit, stacklevel=3)
+        helds = None
         starts = random_starts(data, keys, scale=scale)
         batched_problem = False
         dtype = data.counts.dtype
@@ -211,11 +213,12 @@ def fit_many(
         if not datasets:
             raise ValueError("fit_many needs at least one data set.")
         for dataset in datasets:
-            check_fit_arguments(dataset, n_iter)
+            check_fit_arguments(dataset, n_iter, warn_on_separation=False)
         shapes = {jax.tree.map(jnp.shape, d) for d in datasets}
         if len(shapes) != 1:
             raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
-        problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *prepare_many(datasets, separation_limit))
+        problems, helds = prepare_many(datasets, separation_limit)
+        problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *problems)
         starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(init_variational, datasets))
         batched_problem = True
         dtype = datasets[0].counts.dtype
@@ -226,10 +229,15 @@ def fit_many(
         return _fit_many_compiled(problem, starts, tol, step_limits, **options)
 
     n_fits = jax.tree.leaves(starts)[0].shape[0]
-    return report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
+    results = report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
+    if helds is None:  # restarts on one data set
+        fits = [push_to_limit(fit_at(results, i), data.offsets, held) for i in range(n_fits)]
+    else:
+        fits = [push_to_limit(fit_at(results, i), d.offsets, h) for i, (d, h) in enumerate(zip(datasets, helds))]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
 
 
-def prepare_many(datasets: list[PLNData], separation_limit: bool) -> list:
+def prepare_many(datasets: list[PLNData], separation_limit: bool) -> tuple[list, list]:
     """`prepare` for each data set, with one `SeparationWarning` for all those that have
     quasi-separation (and, with `separation_limit`, their rates held at 0 as in `level5.fit`)."""
     found = [find_separation(dataset) for dataset in datasets]
@@ -242,8 +250,6 @@ def prepare_many(datasets: list[PLNData], separation_limit: bool) -> list:
             SeparationWarning,
             stacklevel=4,
         )
-    return [
-        prepare(dataset, separation.mask if separation_limit and separation.any else None)
-        for dataset, separation in zip(datasets, found)
-    ]
+    helds = [separation if separation_limit else no_separation(dataset) for dataset, separation in zip(datasets, found)]
+    return [prepare(dataset, held.mask if held.any else None) for dataset, held in zip(datasets, helds)], helds
 

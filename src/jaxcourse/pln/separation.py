@@ -22,6 +22,7 @@ from __future__ import annotations
 import warnings
 from typing import NamedTuple
 
+import jax.numpy as jnp
 import numpy as np
 from scipy.linalg import null_space
 from scipy.optimize import linprog
@@ -43,10 +44,16 @@ class Separation(NamedTuple):
         mask: `(n_samples, n_species)` bool, True on the entries (all with zero counts) whose
             rate goes to 0 at the supremum of the ELBO.
         species: the indices of the separated species, in increasing order.
+        directions: `(n_covariates, n_species)` for each species a direction b of its
+            coefficients with x_i'b < 0 exactly on its masked samples and 0 on those where it
+            was seen (zero for species that are not separated).
+        slopes: `(n_samples, n_species)` x_i'b for each species' direction b.
     """
 
     mask: np.ndarray
     species: tuple[int, ...]
+    directions: np.ndarray
+    slopes: np.ndarray
 
     @property
     def any(self) -> bool:
@@ -57,8 +64,18 @@ def _unique_rows(matrix: np.ndarray) -> np.ndarray:
     return np.unique(matrix, axis=0) if matrix.size else matrix
 
 
-def separating_rows(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray:
-    """The samples on which one species' rate can be driven to 0: `(n_samples,)` bool.
+def no_separation(data: PLNData) -> Separation:
+    """A `Separation` that holds nothing, shaped for `data`."""
+    n_samples, n_species = data.counts.shape
+    return Separation(
+        np.zeros((n_samples, n_species), bool), (), np.zeros((data.covariates.shape[1], n_species)),
+        np.zeros((n_samples, n_species)),
+    )
+
+
+def separating_direction(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """A direction b `(n_covariates,)` of one species' coefficients along which its rate goes to
+    0 on as many unseen samples as possible and stays put where it was seen; 0 if there is none.
 
     Args:
         covariates: `(n_samples, n_covariates)` X, float64.
@@ -71,13 +88,14 @@ def separating_rows(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray:
     """
     basis = null_space(_unique_rows(covariates[seen])) if seen.any() else np.eye(covariates.shape[1])
     separated = np.zeros(covariates.shape[0], dtype=bool)
+    direction = np.zeros(covariates.shape[1])
     if basis.shape[1] == 0:  # the seen samples pin every coefficient down
-        return separated
+        return direction
     projected = covariates @ basis  # (n, r): x_i'N
     while True:
         open_rows = ~seen & ~separated
         if not open_rows.any():
-            return separated
+            return direction
         # minimise the sum of x_i'N c over the open rows, with x_i'N c <= 0 on every unseen row
         constraints = _unique_rows(projected[~seen])
         result = linprog(
@@ -88,11 +106,12 @@ def separating_rows(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray:
             method="highs",
         )
         if result.status != 0 or result.fun > -TOLERANCE:
-            return separated
+            return direction
         new = (projected @ result.x < -TOLERANCE) & ~seen
         if not (new & ~separated).any():
-            return separated
+            return direction
         separated |= new
+        direction = direction + basis @ result.x
 
 
 def find_separation(data: PLNData) -> Separation:
@@ -105,16 +124,58 @@ def find_separation(data: PLNData) -> Separation:
         raise TypeError(f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}.")
     counts = np.asarray(data.counts)
     covariates = np.asarray(data.covariates, dtype=np.float64)
-    mask = np.zeros(counts.shape, dtype=bool)
     n_covariates = covariates.shape[1]
+    directions = np.zeros((n_covariates, counts.shape[1]))
     for species in range(counts.shape[1]):
         seen = counts[:, species] > 0
         if seen.all():
             continue
         if seen.any() and np.linalg.matrix_rank(covariates[seen]) == n_covariates:
             continue
-        mask[:, species] = separating_rows(covariates, seen)
-    return Separation(mask, tuple(int(j) for j in np.flatnonzero(mask.any(axis=0))))
+        directions[:, species] = separating_direction(covariates, seen)
+    slopes = covariates @ directions
+    mask = (slopes < -TOLERANCE) & (counts == 0)
+    return Separation(mask, tuple(int(j) for j in np.flatnonzero(mask.any(axis=0))), directions, slopes)
+
+
+LOG_RATE_AT_LIMIT = -40.0
+"""`push_to_limit` moves each separated rate below exp(-40) (about 4e-18): 0 for the ELBO in float32
+and float64 alike, while the parameters stay finite numbers."""
+
+
+def push_to_limit(result, offsets: np.ndarray, separation: Separation):
+    """A finite stand-in for the limit that a fit with held rates reached: M and B moved along
+    each separated species' direction b (M_ij += t x_i'b on its masked samples, B_j += t b)
+    until every masked log rate O + M + S^2/2 is at most `LOG_RATE_AT_LIMIT`.
+
+    The residuals M - XB, hence Sigma and the Gaussian part of the ELBO, do not change, and the
+    masked Poisson terms become 0 to within exp(-40): the ELBO of the data as given at the
+    returned point equals the limit's. The coefficients along b come out large and negative, as a
+    GLM's do under separation: their size says only "the rate is 0 here"; it is not an estimate.
+
+    Args:
+        result: a `FitResult` of a fit with `separation.mask` held at rate 0.
+        offsets: the `(n, p)` offsets O of the data as given.
+        separation: what `find_separation` found.
+    """
+    if not separation.any:
+        return result
+    mean = np.array(result.variational.latent_mean, dtype=np.float64)
+    coef = np.array(result.params.coef, dtype=np.float64)
+    variance = np.square(np.asarray(result.variational.latent_sqrt_var, dtype=np.float64))
+    offsets = np.asarray(offsets, dtype=np.float64)
+    for species in separation.species:
+        rows = separation.mask[:, species]
+        slopes = separation.slopes[rows, species]  # x_i'b < 0 on these rows
+        log_rate = offsets[rows, species] + mean[rows, species] + 0.5 * variance[rows, species]
+        t = max(0.0, float(np.max((log_rate - LOG_RATE_AT_LIMIT) / -slopes)))
+        mean[rows, species] += t * slopes
+        coef[:, species] += t * separation.directions[:, species]
+    dtype = result.variational.latent_mean.dtype
+    return result._replace(
+        variational=result.variational._replace(latent_mean=jnp.asarray(mean, dtype)),
+        params=result.params._replace(coef=jnp.asarray(coef, dtype)),
+    )
 
 
 def describe_groups(covariates: np.ndarray, rows: np.ndarray, *, at_most: int = 3) -> str:
@@ -134,8 +195,8 @@ def separation_message(data: PLNData, separation: Separation, *, at_most: int = 
     lines = [
         f"quasi-separation: {len(separation.species)} species have only zero counts in a group of samples "
         "that the covariates single out, so their coefficients in B have no finite estimate (the ELBO keeps "
-        "rising as they go to -infinity). The fit treats those zero counts as that limit does (rate 0); "
-        "the B it reports for them is not an estimate. Species (0-based column) and samples:"
+        "rising as they go to -infinity). Levels 5 and 6 fit that limit (those rates held at 0) and report B "
+        "where those rates are numerically 0: large negative numbers, not estimates. Species (0-based column) and samples:"
     ]
     for species in separation.species[:at_most]:
         lines.append(f"  species {species}: {describe_groups(covariates, separation.mask[:, species])}")
