@@ -12,53 +12,33 @@ from jaxcourse.exercises import pln_levels as exercises
 from jaxcourse.pln import FitResult, init_variational, level1
 
 
-@jax.tree_util.register_pytree_node_class
-class GoodContainer:
-    def __init__(self, latent_mean, latent_sqrt_var, name):
-        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
-
-    def tree_flatten(self):
-        return (self.latent_mean, self.latent_sqrt_var), self.name
-
-    @classmethod
-    def tree_unflatten(cls, name, children):
-        return cls(*children, name)
+def _one_step(variational, params, opt_state, data):
+    loss, grads = level1.loss_and_grad(variational, params, data)
+    variational, opt_state = level1.optimizer_step(variational, grads, opt_state, pln.ADAM)
+    return variational, level1.closed_form_step(data, variational), opt_state, -loss
 
 
-@jax.tree_util.register_pytree_node_class
-class DropsName(GoodContainer):
-    @classmethod
-    def tree_unflatten(cls, name, children):
-        obj = object.__new__(cls)
-        obj.latent_mean, obj.latent_sqrt_var = children
-        return obj
+donating_step = jax.jit(_one_step, donate_argnums=(0, 1, 2))
 
 
-@jax.tree_util.register_pytree_node_class
-class ArraysInAux(GoodContainer):
-    def tree_flatten(self):
-        return (), (self.latent_mean, self.latent_sqrt_var, self.name)
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*aux)
-
-
-class Plain:
-    def __init__(self, latent_mean, latent_sqrt_var, name):
-        self.latent_mean, self.latent_sqrt_var, self.name = latent_mean, latent_sqrt_var, name
-
-
-def test_pytree_container_solution_passes():
-    assert exercises.check_pytree_container(GoodContainer), "reference fails"
+def test_donating_step_solution_passes():
+    verdict = exercises.check_donating_step(donating_step)
+    assert verdict, verdict.message
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
-    [(DropsName, "lost the field 'name'"), (ArraysInAux, "only small hashable values"), (Plain, "single opaque leaf")],
+    [
+        (jax.jit(_one_step), "still hold their memory"),
+        (jax.jit(_one_step, donate_argnums=(0, 1, 2, 3)), "data is donated"),
+        (jax.jit(_one_step, donate_argnums=0), "params, opt_state still hold their memory"),
+        (jax.jit(lambda v, p, s, d: _one_step(v, p, s, d)[:3] + (_one_step(v, p, s, d)[3] * 0.5,),
+                 donate_argnums=(0, 1, 2)), "return minus the loss"),
+    ],
+    ids=["no-donation", "data-donated", "variational-only", "wrong-elbo"],
 )
-def test_pytree_container_mistakes_fail(wrong, hint):
-    verdict = exercises.check_pytree_container(wrong)
+def test_donating_step_mistakes_fail(wrong, hint):
+    verdict = exercises.check_donating_step(wrong)
     assert not verdict and hint in verdict.message
 
 
@@ -90,32 +70,6 @@ def test_scan_dropping_values_fails():
 
     verdict = exercises.check_scan_loop(final_only)
     assert not verdict and "stacked values" in verdict.message
-
-
-@jax.tree_util.register_pytree_node_class
-class HardCodedName(GoodContainer):
-    @classmethod
-    def tree_unflatten(cls, name, children):
-        return cls(*children, "oaks")
-
-
-@jax.tree_util.register_pytree_node_class
-class ListAux(GoodContainer):
-    def tree_flatten(self):
-        return (self.latent_mean, self.latent_sqrt_var), [self.name]
-
-    @classmethod
-    def tree_unflatten(cls, aux, children):
-        return cls(*children, aux[0])
-
-
-@pytest.mark.parametrize(
-    ("wrong", "hint"),
-    [(HardCodedName, "instead of writing one value in"), (ListAux, "cannot be hashed")],
-)
-def test_pytree_container_second_name_and_hashing(wrong, hint):
-    verdict = exercises.check_pytree_container(wrong)
-    assert not verdict and hint in verdict.message
 
 
 def test_scan_with_a_fixed_length_fails_on_a_second_n_iter():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from typing import Callable, NamedTuple
 
 import jax
@@ -14,72 +15,109 @@ import optax
 from ..checks import call_answer, close, describe, exercise_checker, require, require_registered_pytree
 from ..tracecount import count_compilations
 from ._jaxpr import primitive_names, traced_program
-from .pytrees import require_hashable_structure
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
 
+_STATE_NAMES = ("variational", "params", "opt_state")
 
-def _require_container_round_trip(container_cls, name: str) -> None:
-    mean = jnp.arange(6.0).reshape(2, 3)
-    sqrt_var = jnp.full((2, 3), 0.5)
-    state = container_cls(latent_mean=mean, latent_sqrt_var=sqrt_var, name=name)
-    leaves, treedef = jax.tree.flatten(state)
-    rebuilt = jax.tree.unflatten(treedef, leaves)
-    for field in ("latent_mean", "latent_sqrt_var", "name"):
-        require(
-            hasattr(rebuilt, field),
-            f"tree_unflatten lost the field '{field}': rebuild every field from children and aux_data.",
-        )
+
+def _step_problem():
+    """A small simulated data set and level 1's starting state for Adam."""
+    from ..pln import ADAM, init_variational, level1, simulate
+
+    data = simulate(20, 4, key=jax.random.key(11)).data
+    variational = init_variational(data)
+    return data, (variational, level1.closed_form_step(data, variational), ADAM.init(variational))
+
+
+def _reference_steps(data, state, n_steps: int) -> tuple[tuple, list[float]]:
+    """`n_steps` iterations of level 1's three pieces, and the ELBO before each."""
+    from ..pln import ADAM, level1
+
+    variational, params, opt_state = state
+    elbos = []
+    for _ in range(n_steps):
+        loss, grads = level1.loss_and_grad(variational, params, data)
+        variational, opt_state = level1.optimizer_step(variational, grads, opt_state, ADAM)
+        params = level1.closed_form_step(data, variational)
+        elbos.append(-float(loss))
+    return (variational, params, opt_state), elbos
+
+
+def _copy(tree):
+    return jax.tree.map(jnp.copy, tree)
+
+
+def _step_output(result) -> tuple[tuple, jax.Array]:
     require(
-        rebuilt.name == name,
-        f"tree_unflatten gave the name {rebuilt.name!r} to a state named {name!r}: restore it from "
-        "aux_data instead of writing one value in.",
+        isinstance(result, (tuple, list)) and len(result) == 4,
+        "step should return (variational, params, opt_state, elbo), the new state and the ELBO before "
+        f"the step; got {describe(result)}.",
+    )
+    return tuple(result[:3]), result[3]
+
+
+def _donates_data(step: Callable, state: tuple, data) -> bool:
+    """Whether a jitted `step` marks any array of `data` as donated (read from its lowering)."""
+    lower = getattr(step, "lower", None)
+    if lower is None:
+        return False
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "Some donated buffers were not usable"
+        lowered = call_answer(lower, *_copy(state), data, what="step.lower")
+    args_info = getattr(lowered, "args_info", None)
+    if not (isinstance(args_info, tuple) and len(args_info) == 2 and len(args_info[0]) == 4):
+        return False
+    return any(getattr(leaf, "donated", False) for leaf in jax.tree.leaves(args_info[0][3]))
+
+
+@exercise_checker("Exercise 1 (donate the state a step replaces)")
+def check_donating_step(step: Callable) -> None:
+    """`step(variational, params, opt_state, data)` -> `(variational, params, opt_state, elbo)`: one
+    level-1 iteration with Adam, jitted once, whose every state input is donated (deleted after
+    the call) while `data` stays alive; three chained steps match level 1 and trace once."""
+    require(callable(step), "pass the jitted function itself: check_donating_step(step).")
+    data, state = _step_problem()
+    (expected_state, expected_elbos) = _reference_steps(data, _copy(state), 3)
+    inputs = _copy(state)
+    new_state, elbo = _step_output(call_answer(step, *inputs, data, what="step"))
+    require(
+        close(elbo, expected_elbos[0], rtol=1e-4, atol=1e-3),
+        f"the ELBO returned by the first step is {float(elbo):.4f}, expected {expected_elbos[0]:.4f}: return "
+        "minus the loss that level1.loss_and_grad computes before the update.",
     )
     require(
-        close(rebuilt.latent_mean, mean) and close(rebuilt.latent_sqrt_var, sqrt_var),
-        "the arrays come back in the wrong fields: unflatten them in the order you flattened them.",
+        not any(leaf.is_deleted() for leaf in jax.tree.leaves(data)) and not _donates_data(step, state, data),
+        "data is donated: every iteration reads it again, and a donated array is deleted whenever XLA "
+        "can reuse its buffer (here none of the results has its shape, so JAX only warned). Donate only "
+        "the state the step replaces: donate_argnums=(0, 1, 2).",
     )
-    doubled = jax.jit(lambda s: jax.tree.map(lambda x: 2 * x, s))(state)
-    require(isinstance(doubled, container_cls), "jit should return an object of your class.")
-    require(doubled.name == name, "the name should survive jit as static data.")
-    require(close(doubled.latent_mean, 2 * mean), "jit changed the arrays unexpectedly.")
-
-
-@exercise_checker("a pytree container")
-def check_pytree_container(container_cls) -> None:
-    """`container_cls(latent_mean=..., latent_sqrt_var=..., name=...)` must be a pytree whose
-    leaves are the two arrays, whose `name` is hashable static data restored for every name,
-    and which a jitted function takes twice with new arrays without tracing again."""
-    require(isinstance(container_cls, type), "pass the class itself: check_pytree_container(VariationalState).")
-    build = functools.partial(container_cls, latent_mean=jnp.zeros((2, 3)), latent_sqrt_var=jnp.ones((2, 3)), name="oaks")
-    state = call_answer(build, what="VariationalState(latent_mean=..., latent_sqrt_var=..., name=...)")
-    leaves = require_registered_pytree(
-        state,
-        "JAX sees your class as a single opaque leaf: register it, e.g. with "
-        "@jax.tree_util.register_pytree_node_class and tree_flatten/tree_unflatten.",
+    alive = [name for name, part in zip(_STATE_NAMES, inputs) if not all(leaf.is_deleted() for leaf in jax.tree.leaves(part))]
+    require(
+        not alive,
+        f"after the call, the input {', '.join(alive)} still hold their memory: nothing lets XLA reuse their "
+        "buffers for the new state. Jit the step with donate_argnums=(0, 1, 2): the caller never reads "
+        "the old state again.",
+    )
+    state, elbos = new_state, [float(elbo)]
+    with count_compilations() as later:
+        for _ in range(2):
+            state, elbo = _step_output(call_answer(step, *state, data, what="step"))
+            elbos.append(float(elbo))
+    require(
+        later.compiles == 0,
+        f"the second and third steps compiled {later.compiles} program(s): jit the step once, outside the "
+        "loop, so that every call finds the same cache.",
     )
     require(
-        len(leaves) == 2 and all(isinstance(leaf, jax.Array) for leaf in leaves),
-        f"the leaves should be exactly the two arrays, got {len(leaves)} leaves. "
-        "Arrays are children; only small hashable values such as the name go in aux_data.",
+        close(np.asarray(elbos), np.asarray(expected_elbos), rtol=1e-4, atol=1e-3),
+        f"three steps give ELBOs {np.round(elbos, 3).tolist()}, level 1 gives "
+        f"{np.round(expected_elbos, 3).tolist()}: one step is loss_and_grad, optimizer_step, then closed_form_step.",
     )
-    require_hashable_structure(state)
-    for name in ("oaks", "barents"):
-        _require_container_round_trip(container_cls, name)
-    traces = []
-
-    @jax.jit
-    def total(s):
-        traces.append(None)  # runs once per trace
-        return jnp.sum(s.latent_mean * s.latent_sqrt_var)
-
-    for offset in (0.0, 1.0):
-        total(container_cls(latent_mean=jnp.zeros((2, 3)) + offset, latent_sqrt_var=jnp.ones((2, 3)), name="oaks"))
     require(
-        len(traces) == 1,
-        f"two states with the same name and new arrays traced {len(traces)} times: the aux data "
-        "depends on the arrays. Keep only the name there.",
+        close(state[0].latent_mean, expected_state[0].latent_mean, rtol=1e-4, atol=1e-4),
+        "after three steps the latent means differ from level 1's: return the updated variational parameters.",
     )
 
 
