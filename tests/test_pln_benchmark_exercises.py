@@ -194,9 +194,21 @@ def test_momentum_update_plain_newton_fails():
     assert not verdict and "carry" in verdict.message
 
 
-# --- exercise 5: column sums in one loop ---------------------------------------------------------
-def blocks_of_rows(x, block_rows=128):
-    """The column sums the course used on jax 0.10: a batched product over blocks of rows."""
+# --- exercise 5: a sum that writes to memory, and one that does not ------------------------------
+def through_memory(a, b):
+    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
+
+
+def one_loop(a, b):
+    return jnp.sum(a * b, axis=0)
+
+
+def saved(n, p, itemsize):
+    return 2 * n * p * itemsize
+
+
+def blocks_of_rows(a, b, block_rows=128):
+    x = a * b
     whole = x.shape[0] // block_rows * block_rows
     blocks = x[:whole].reshape(-1, block_rows, x.shape[1])
     block_sums = jnp.einsum("bri,r->bi", blocks, jnp.ones(block_rows, x.dtype)).sum(axis=0)
@@ -204,81 +216,116 @@ def blocks_of_rows(x, block_rows=128):
 
 
 def test_column_sums_reference_passes():
-    """The chapter's solution, one jnp reduction over the rows, passes; so does the package's."""
+    """The chapter's solution passes; so does the package's column_sums as the fused form."""
     from jaxcourse.reductions import column_sums
 
-    assert exercises.check_column_sums(lambda x: jnp.sum(x, axis=0))
-    assert exercises.check_column_sums(column_sums)
+    assert exercises.check_column_sums(through_memory, one_loop, saved)
+    assert exercises.check_column_sums(through_memory, lambda a, b: column_sums(a * b), saved)
 
 
-def test_column_sums_ones_on_the_left_fails():
-    """ones @ x gives the right numbers but writes a * b: the hint says why."""
-    verdict = exercises.check_column_sums(lambda x: jnp.ones(x.shape[0], x.dtype) @ x)
+def test_column_sums_two_fused_forms_fail():
+    """Both forms plain reductions: the first writes nothing, and the hint says how to make it write."""
+    verdict = exercises.check_column_sums(one_loop, one_loop, saved)
+    assert not verdict and "writes nothing" in verdict.message and "vector of ones" in verdict.message
+
+
+def test_column_sums_swapped_forms_fail():
+    """The fused form given as the one through memory fails on the first, with the same hint."""
+    verdict = exercises.check_column_sums(one_loop, through_memory, saved)
+    assert not verdict and "sums_through_memory" in verdict.message and "writes nothing" in verdict.message
+
+
+def test_column_sums_ones_as_the_one_loop_fails():
+    """ones @ (a * b) as the fused form gives the right numbers but writes a * b: the hint says why."""
+    verdict = exercises.check_column_sums(through_memory, through_memory, saved)
     assert not verdict and "writes a * b to memory" in verdict.message and "vector of ones" in verdict.message
 
 
 def test_column_sums_in_blocks_fails():
     """jax 0.10's blocks give the right numbers but make XLA write a * b rearranged."""
-    verdict = exercises.check_column_sums(blocks_of_rows)
+    verdict = exercises.check_column_sums(through_memory, blocks_of_rows, saved)
     assert not verdict and "blocks of rows" in verdict.message and "rearranged" in verdict.message
 
 
 def test_column_sums_whole_blocks_only_fails():
     """Blocks that need the rows to be a multiple of 128 fail on 300 rows; the hint says so."""
 
-    def whole_blocks(x):
-        blocks = x.reshape(-1, 128, x.shape[1])
-        return jnp.einsum("bri,r->bi", blocks, jnp.ones(128, x.dtype)).sum(axis=0)
+    def whole_blocks(a, b):
+        blocks = (a * b).reshape(-1, 128, a.shape[1])
+        return jnp.einsum("bri,r->bi", blocks, jnp.ones(128, a.dtype)).sum(axis=0)
 
-    verdict = exercises.check_column_sums(whole_blocks)
+    verdict = exercises.check_column_sums(whole_blocks, one_loop, saved)
     assert not verdict and "any number of rows" in verdict.message
 
 
 def test_column_sums_row_sums_fail():
-    """x @ ones and jnp.sum(x, axis=1) give one sum per row; the hint says so."""
-    for row_sums in (lambda x: x @ jnp.ones(x.shape[1], x.dtype), lambda x: jnp.sum(x, axis=1)):
-        verdict = exercises.check_column_sums(row_sums)
+    """(a * b) @ ones and jnp.sum(a * b, axis=1) give one sum per row; the hint says so."""
+    for row_sums in (lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype), lambda a, b: jnp.sum(a * b, axis=1)):
+        verdict = exercises.check_column_sums(through_memory, row_sums, saved)
         assert not verdict and "row sums" in verdict.message
 
 
 def test_column_sums_sum_of_everything_fails():
-    """jnp.sum(x) without an axis is one number; the hint names axis=0."""
-    verdict = exercises.check_column_sums(jnp.sum)
+    """jnp.sum(a * b) without an axis is one number; the hint names axis=0."""
+    verdict = exercises.check_column_sums(through_memory, lambda a, b: jnp.sum(a * b), saved)
     assert not verdict and "one number" in verdict.message and "axis=0" in verdict.message
 
 
 def test_column_sums_with_numpy_fails_under_jit():
     """Summing a NumPy copy works eagerly but not on a tracer; the hint says to use jnp."""
-    verdict = exercises.check_column_sums(lambda x: np.asarray(x).sum(axis=0))
+    verdict = exercises.check_column_sums(through_memory, lambda a, b: (np.asarray(a) * np.asarray(b)).sum(axis=0), saved)
     assert not verdict and "jnp, not np" in verdict.message
 
 
 def test_column_sums_python_loop_fails():
     """Adding the rows in a Python loop is right eagerly, but unrolls under jit; the hint says so."""
 
-    def loop(x):
-        sums = jnp.zeros(x.shape[1], x.dtype)
-        for row in x:
+    def loop(a, b):
+        sums = jnp.zeros(a.shape[1], a.dtype)
+        for row in a * b:
             sums = sums + row
         return sums
 
-    verdict = exercises.check_column_sums(loop)
+    verdict = exercises.check_column_sums(through_memory, loop, saved)
     assert not verdict and "Python loop" in verdict.message
 
 
 def test_column_sums_wrong_length_of_ones_fails():
     """A ones vector with one entry per column does not fit the product; the hint gives its length."""
-    verdict = exercises.check_column_sums(lambda x: jnp.ones(x.shape[1], x.dtype) @ x)
+    verdict = exercises.check_column_sums(lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b), one_loop, saved)
     assert not verdict and "one entry per row" in verdict.message
 
 
-def test_column_sums_stub_is_not_yet():
-    """The stub gets 'no answer yet'."""
+def test_column_sums_saving_written_once_fails():
+    """Counting the product's write but not its read back: the hint says it crosses memory twice."""
+    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: n * p * itemsize)
+    assert not verdict and "twice" in verdict.message
 
-    def stub(x):
+
+def test_column_sums_saving_in_entries_fails():
+    """Entries instead of bytes: the hint names itemsize."""
+    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: 2 * n * p)
+    assert not verdict and "itemsize" in verdict.message
+
+
+def test_column_sums_saving_with_shared_traffic_fails():
+    """Counting a and b too: the hint says their reads cancel."""
+    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: 4 * n * p * itemsize)
+    assert not verdict and "cancels" in verdict.message
+
+
+def test_column_sums_saving_not_a_number_fails():
+    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: (n, p))
+    assert not verdict and "one number of bytes" in verdict.message
+
+
+def test_column_sums_stub_is_not_yet():
+    """The stubs get 'no answer yet'."""
+
+    def stub(*args):
         raise NotImplementedError
 
-    verdict = exercises.check_column_sums(stub)
+    verdict = exercises.check_column_sums(stub, stub, stub)
     assert not verdict and "no answer yet" in verdict.message
 
 

@@ -15,6 +15,10 @@ from ..environment import versions as versions
 from ..timing import Timing as Timing
 from ..timing import time_call as time_call
 from ..timing import timings_table as timings_table
+from ..pln._reference import criterion_trace as criterion_trace
+from ..pln._reference import earliest_stop as earliest_stop
+from ..pln._reference import pyplnmodels_defaults as pyplnmodels_defaults
+from ..pln._reference import pyplnmodels_start as pyplnmodels_start
 from ._sizes import SIZES as SIZES
 from ._sizes import best_known_elbo as best_known_elbo
 from ._sizes import load_size as load_size
@@ -37,6 +41,8 @@ from ._fresh import run_fresh as run_fresh
 from ._metrics import Metrics as Metrics
 from ._metrics import compute_metrics as compute_metrics
 from ._metrics import first_time_at_least as first_time_at_least
+from ._metrics import target_slack as target_slack
+from ._metrics import P3_GAP_NATS as P3_GAP_NATS
 from ._metrics import with_time_to_target as with_time_to_target
 from ._report import GOALS as GOALS
 from ._report import FigureWithAlt as FigureWithAlt

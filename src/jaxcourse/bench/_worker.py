@@ -39,9 +39,9 @@ def _jax_jobs(request: dict) -> dict:
     import jax
 
     if request.get("cache_dir"):
-        jax.config.update("jax_compilation_cache_dir", request["cache_dir"])
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+        from ..compilation_cache import enable
+
+        enable(request["cache_dir"])
     from ._methods import select_methods
 
     (method,) = select_methods([request["method"]])

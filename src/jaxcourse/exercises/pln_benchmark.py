@@ -251,74 +251,103 @@ COLUMN_SUMS_SHAPES = ((300, 7), (1, 5), (128, 1))
 """Shapes whose column sums the checker compares: rows that are no multiple of a block, a single
 row, a single column."""
 
+SAVING_SHAPES = (OAKS100_SHAPE, (4096, 256))
+"""Shapes at which the checker compares the estimated saving with the compiled programs'."""
 
-def _column_sums_values(column_sums, x, under_jit: bool) -> np.ndarray:
-    """`column_sums(x)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
+SAVING_RTOL = 0.05
+"""How close the estimate must come to the difference of the compiled programs' bytes (the
+programs also move a few vectors the size of one row or column, which an estimate may leave out)."""
+
+
+def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
+    """`sums(a, b)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
     typical one."""
     blocks = (
-        f"your code cuts the rows into blocks and fails for {x.shape[0]} rows. Column sums must work "
-        "for any number of rows, and on this jax blocks do not help."
+        f"{what} cuts the rows into blocks and fails for {a.shape[0]} rows. Column sums must work "
+        "for any number of rows."
     )
     product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
-    numpy = (jax.errors.TracerArrayConversionError, "", "under jit x is a tracer, which NumPy cannot read: sum with jnp, not np.")
+    numpy = (jax.errors.TracerArrayConversionError, "", "under jit a and b are tracers, which NumPy cannot read: use jnp, not np.")
     hints = (numpy,) + tuple(
         (error_class, fragment, hint)
         for error_class in (TypeError, ValueError)
         for fragment, hint in (("reshape", blocks), ("dot_general", product), ("matmul", product),
                                ("does not match previous terms", product))
     )
-    answer = jax.jit(column_sums) if under_jit else column_sums
+    answer = jax.jit(sums) if under_jit else sums
     how = "under jax.jit" if under_jit else "eagerly"
-    got = call_answer(answer, x, what=f"column_sums ({how})", hints=hints)
-    require(got is not None, "return the column sums.")
+    got = call_answer(answer, a, b, what=f"{what} ({how})", hints=hints)
+    require(got is not None, f"{what} must return the column sums of a * b.")
     require(
         not isinstance(got, (tuple, list, dict, str)),
-        f"return one array of column sums, not a {type(got).__name__}.",
+        f"{what} must return one array of column sums, not a {type(got).__name__}.",
     )
     return np.asarray(got, np.float64)
 
 
-def _require_column_sums_values(column_sums, shape) -> None:
-    """The values of `column_sums` on one random float32 array of `shape`, eagerly and under jit."""
-    x = jnp.asarray(np.random.default_rng(5).normal(size=shape), jnp.float32)
-    expected = np.asarray(x, np.float64).sum(axis=0)
-    for under_jit in (False, True):
-        how = "under jit" if under_jit else "eagerly"
-        got = _column_sums_values(column_sums, x, under_jit)
-        require(
-            got.shape != (),
-            f"for shape {shape} you returned one number: that sums every entry. Column sums add "
-            "over the rows only, one number per column (axis=0).",
-        )
-        require(
-            got.shape != (shape[0],) or shape[0] == shape[1],
-            f"for shape {shape} you returned {shape[0]} numbers, one per row: those are row sums. "
-            "Column sums add over the rows, one number per column.",
-        )
-        require(got.shape == expected.shape, f"for shape {shape} expected shape {expected.shape}, got {got.shape}.")
-        require(
-            np.allclose(got, expected, rtol=1e-5, atol=1e-5),
-            f"for shape {shape}, {how}, expected {expected}, got {got}.",
-        )
+def _require_column_sums_values(sums, what: str) -> None:
+    """The values of `sums(a, b)` on random float32 arrays of `COLUMN_SUMS_SHAPES`, eagerly and under jit."""
+    rng = np.random.default_rng(5)
+    for shape in COLUMN_SUMS_SHAPES:
+        a, b = (jnp.asarray(rng.normal(size=shape), jnp.float32) for _ in range(2))
+        expected = (np.asarray(a, np.float64) * np.asarray(b, np.float64)).sum(axis=0)
+        for under_jit in (False, True):
+            got = _column_sums_values(sums, a, b, under_jit, what)
+            require(
+                got.shape != (),
+                f"for shape {shape} {what} returned one number: that sums every entry. Column sums add "
+                "over the rows only, one number per column (axis=0).",
+            )
+            require(
+                got.shape != (shape[0],) or shape[0] == shape[1],
+                f"for shape {shape} {what} returned {shape[0]} numbers, one per row: those are row sums. "
+                "Column sums add over the rows, one number per column.",
+            )
+            require(got.shape == expected.shape, f"for shape {shape} {what} must return shape {expected.shape}, got {got.shape}.")
+            require(
+                np.allclose(got, expected, rtol=1e-5, atol=1e-5),
+                f"for shape {shape}, {'under jit' if under_jit else 'eagerly'}, {what} should give {expected}, got {got}.",
+            )
 
 
-def _require_one_loop(column_sums) -> None:
-    """For `x = a * b` at `FUSION_SHAPE`, XLA writes no array as large as `x` before summing."""
-    from ..hlo import intermediate_arrays
+def _operands(shape) -> list:
+    return [jax.ShapeDtypeStruct(shape, jnp.float32)] * 2
 
+
+def _require_not_a_python_loop(sums, what: str) -> None:
     rows = COLUMN_SUMS_SHAPES[0]
-    n_operations = len(traced_program(column_sums, jnp.zeros(rows, jnp.float32), what="column_sums").jaxpr.eqns)
+    n_operations = len(traced_program(sums, *_operands(rows), what=what).jaxpr.eqns)
     require(
         n_operations < rows[0],
-        f"your code adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
-        f"operations for {rows[0]} rows. One loop means one loop in the compiled program: let one "
-        "jnp reduction add up the rows.",
+        f"{what} adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
+        f"operations for {rows[0]} rows. Let one jnp operation add up the rows.",
     )
-    operands = [jax.ShapeDtypeStruct(FUSION_SHAPE, jnp.float32)] * 2
-    written = intermediate_arrays(lambda a, b: column_sums(a * b), *operands, shape=FUSION_SHAPE)
+
+
+def _require_writes_the_product(sums) -> None:
+    """For `a, b` at `FUSION_SHAPE`, XLA writes an array as large as `a * b` before summing."""
+    from ..hlo import intermediate_arrays
+
+    _require_not_a_python_loop(sums, "sums_through_memory")
+    written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
+    require(
+        bool(written),
+        f"the numbers are right, but for sums_through_memory XLA writes nothing as large as a * b on "
+        f"jax {jax.__version__}: it computes the products inside the summing loop. Make the product "
+        "the operand of an instruction of its own, for example a product with a vector of ones, "
+        "which becomes a dot that reads a * b from memory.",
+    )
+
+
+def _require_one_loop(sums) -> None:
+    """For `a, b` at `FUSION_SHAPE`, XLA writes no array as large as `a * b` before summing."""
+    from ..hlo import intermediate_arrays
+
+    _require_not_a_python_loop(sums, "sums_in_one_loop")
+    written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
     if not written:
         return
-    primitives = {eq.primitive.name for eq in traced_program(column_sums, operands[0], what="column_sums").jaxpr.eqns}
+    primitives = {eq.primitive.name for eq in traced_program(sums, *_operands(FUSION_SHAPE), what="sums_in_one_loop").jaxpr.eqns}
     version = f"jax {jax.__version__}"
     require(
         not {"reshape", "dot_general"} <= primitives,
@@ -327,18 +356,63 @@ def _require_one_loop(column_sums) -> None:
     )
     require(
         "dot_general" not in primitives,
-        f"the numbers are right, but for x = a * b XLA writes a * b to memory before it sums (it "
-        f"wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
+        f"the numbers are right, but for sums_in_one_loop XLA writes a * b to memory before it sums "
+        f"(it wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
         "outside the loop that computes a * b. A plain reduction over the rows is fused.",
     )
-    require(False, f"the numbers are right, but for x = a * b XLA writes {written} to memory before it sums.")
+    require(False, f"the numbers are right, but for sums_in_one_loop XLA writes {written} to memory before it sums.")
 
 
-@exercise_checker("column sums in one loop")
-def check_column_sums(column_sums):
-    """`column_sums(x)`: `jnp.sum(x, axis=0)` of any 2-D `x`, eagerly and under jit, computed
-    so that for `x = a * b` XLA writes no array as large as `x` to memory."""
-    require(callable(column_sums), "pass the function itself: check_column_sums(column_sums).")
-    for shape in COLUMN_SUMS_SHAPES:
-        _require_column_sums_values(column_sums, shape)
-    _require_one_loop(column_sums)
+def _compiled_bytes(sums, shape) -> float:
+    compiled = jax.jit(sums).lower(*_operands(shape)).compile()
+    return float(compiled.cost_analysis()["bytes accessed"])
+
+
+def _require_saving(bytes_saved, through_memory, one_loop) -> None:
+    """`bytes_saved(n, p, itemsize)` within `SAVING_RTOL` of the difference of the bytes the two
+    compiled programs access, at `SAVING_SHAPES`."""
+    for n, p in SAVING_SHAPES:
+        measured = _compiled_bytes(through_memory, (n, p)) - _compiled_bytes(one_loop, (n, p))
+        got = call_answer(bytes_saved, n, p, 4, what="bytes_saved")
+        require(
+            isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(got, bool),
+            f"bytes_saved must return one number of bytes, got {type(got).__name__}.",
+        )
+        got = float(got)
+        if abs(got - measured) <= SAVING_RTOL * measured:
+            continue
+        entries = n * p
+        require(
+            not np.isclose(got, entries * 4, rtol=SAVING_RTOL),
+            f"for n={n}, p={p} you counted writing a * b once ({got:,.0f} bytes). The loop that "
+            "writes it is followed by one that reads it back: the array crosses memory twice.",
+        )
+        require(
+            not np.isclose(got, 2 * entries, rtol=SAVING_RTOL) and not np.isclose(got, entries, rtol=SAVING_RTOL),
+            f"for n={n}, p={p} you returned {got:,.0f}: that counts entries. Count bytes: multiply by itemsize.",
+        )
+        require(
+            got < 3 * entries * 4,
+            f"for n={n}, p={p} you returned {got:,.0f} bytes, more than both forms share: reading a and "
+            "b costs the same in both forms, so it cancels. Count only what the first form moves extra.",
+        )
+        require(
+            False,
+            f"for n={n}, p={p} the compiled programs differ by {measured:,.0f} bytes (cost_analysis' "
+            f"'bytes accessed'); your estimate is {got:,.0f}.",
+        )
+
+
+@exercise_checker("a sum that writes to memory, and one that does not")
+def check_column_sums(sums_through_memory, sums_in_one_loop, bytes_saved):
+    """`sums_through_memory(a, b)` and `sums_in_one_loop(a, b)`: the column sums of `a * b`,
+    eagerly and under jit, the first compiled so that XLA writes `a * b` to memory, the second
+    so that it does not; `bytes_saved(n, p, itemsize)`: the traffic the second saves, checked
+    against the two compiled programs' `cost_analysis`."""
+    for answer, name in ((sums_through_memory, "sums_through_memory"), (sums_in_one_loop, "sums_in_one_loop"), (bytes_saved, "bytes_saved")):
+        require(callable(answer), f"pass the functions themselves: {name} is not callable.")
+    for sums, name in ((sums_through_memory, "sums_through_memory"), (sums_in_one_loop, "sums_in_one_loop")):
+        _require_column_sums_values(sums, name)
+    _require_writes_the_product(sums_through_memory)
+    _require_one_loop(sums_in_one_loop)
+    _require_saving(bytes_saved, sums_through_memory, sums_in_one_loop)
