@@ -75,7 +75,8 @@ class PLNSizes(NamedTuple):
 
     Attributes:
         repeat: copies of the oaks data stacked (1: n = 116; 100: n = 11600, the seed's size).
-        n_iter: iterations of a full fit (enough to converge at the default learning rate).
+        n_iter: iterations of a full fit of levels 0-4 (the levels chapter prints how far below
+            pyPLNmodels and the best known ELBO it ends).
         n_iter_eager: iterations run by the slow eager level 0, and in the level-parity figure.
         timing_repeats: timed repetitions of each fit.
     """

@@ -185,7 +185,7 @@ def load_oaks(repeat: int = 1, *, covariates: tuple[str, ...] = ()) -> PLNData:
     """The oaks powdery-mildew data (n = 116 leaves, p = 114 taxa), via pyPLNmodels.
 
     The 114 columns are 66 bacterial and 48 fungal taxa (amplicons of the bacterial 16S and the
-    fungal ITS1 regions); the offsets are the log of each sample's read total for the
+    fungal ITS1 regions; the last is the mildew, Erysiphe alphitoides); the offsets are the log of each sample's read total for the
     amplicon its taxon was read with, which is why O is an (n, p) matrix, not one column.
 
     Args:

@@ -7,7 +7,7 @@ OAKS_N_SAMPLES = 116
 """Trees (rows) in the oaks data."""
 
 OAKS_N_SPECIES = 114
-"""Taxa (columns) in the oaks data: 66 bacterial, then 48 fungal."""
+"""Taxa (columns) in the oaks data: 66 bacterial, then 48 fungal (the last is the mildew, E. alphitoides)."""
 
 OAKS_N_COVARIATES = 1
 """The oaks design matrix is an intercept only."""
