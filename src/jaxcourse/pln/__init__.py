@@ -15,7 +15,8 @@ stops on a tolerance (`convergence`), default optimizer `level5.RPROP`, and opti
 Modules: `constants` (facts of the case study), `_data` (loading, simulation, checks),
 `_model` (the ELBO and closed forms), `_algorithm` (the shared algorithm and `FitResult`),
 `profiled` and `convergence` (the core of levels 5 and 6), `_sharded` (a data-parallel
-ELBO), `_reference` (pyPLNmodels).
+ELBO), `_reference` (pyPLNmodels), `separation` (quasi-separation), `bootstrap` (a parametric
+bootstrap of B's standard errors).
 """
 
 from . import level0 as level0
@@ -29,9 +30,12 @@ from . import constants as constants
 from . import convergence as convergence
 from . import custom_gradient as custom_gradient
 from . import profiled as profiled
+from . import separation as separation
+from . import bootstrap as bootstrap
 from ._algorithm import ADAM as ADAM
 from ._algorithm import LEARNING_RATE as LEARNING_RATE
 from ._algorithm import FitResult as FitResult
+from ._algorithm import FitDivergedWarning as FitDivergedWarning
 from ._algorithm import init_variational as init_variational
 from ._algorithm import negative_elbo as negative_elbo
 from ._algorithm import update_step as update_step
@@ -39,6 +43,7 @@ from ._data import PLNData as PLNData
 from ._data import as_float64 as as_float64
 from ._data import Simulation as Simulation
 from ._data import load_oaks as load_oaks
+from ._data import design_matrix as design_matrix
 from ._data import make_data as make_data
 from ._data import simulate as simulate
 from ._reference import ReferenceFit as ReferenceFit
