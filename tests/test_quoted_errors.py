@@ -238,6 +238,7 @@ REPRODUCERS = {
     "Received incompatible devices for jitted computation": _committed_to_one_device_under_set_mesh,
     "Sharding passed to jit does not match the sharding on the respective arg": _committed_input_with_another_sharding,
     "... out_specs which require replication which can't be statically inferred": _all_gather_declared_replicated,
+    "'Lowered' object has no attribute 'memory_analysis'": lambda: jax.jit(jnp.sin).lower(1.0).memory_analysis(),
 }
 
 QUOTES = quoted_messages()
