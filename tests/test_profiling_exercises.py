@@ -242,3 +242,40 @@ def test_most_expensive_op_ignoring_threads_fails():
         return max(totals, key=totals.get) if totals else None
 
     assert_not_yet(exercises.check_most_expensive_op(across_threads), "on another thread")
+
+
+# Exercise 5: donate the state ---------------------------------------------------------------------------
+
+
+def test_donating_step_reference_passes():
+    verdict = exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=0))
+    assert verdict, verdict.message
+
+
+def test_donating_step_stub_is_not_yet():
+    assert_not_yet(exercises.check_donated_state(stub), "no answer yet")
+
+
+def test_donating_step_without_donation_fails():
+    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step)), "Nothing is donated")
+
+
+def test_donating_step_donating_the_batch_fails():
+    """The batch of sgd_step cannot hold the new parameters: nothing is aliased."""
+    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=1)), "Nothing is donated")
+
+
+def test_donating_step_donating_everything_fails():
+    """ema_step's sample has the state's shape: donated, it is deleted by the call."""
+    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=(0, 1))), "you donated it too")
+
+
+def test_donating_step_not_jitted_fails():
+    assert_not_yet(exercises.check_donated_state(lambda step: step), "should return a jitted function")
+
+
+def test_donating_step_changing_the_step_fails():
+    def doubled(step):
+        return jax.jit(lambda state, batch: jax.tree.map(lambda x: 2 * x, step(state, batch)), donate_argnums=0)
+
+    assert_not_yet(exercises.check_donated_state(doubled), "does not return step(state, batch)")

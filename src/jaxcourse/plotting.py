@@ -73,7 +73,8 @@ TIMELINE_ROWS = ("dispatch", "compile", "run", "thunk")
 def plot_timeline(events, *, ax=None, min_gap_us: float = 50.0, title: str | None = None):
     """Draws a profiler trace as a timeline: one row per kind of event (`profiling.KINDS`:
     Python's calls of jitted functions, compilation, the executable's run, XLA:CPU's thunks),
-    time in milliseconds, and the idle gaps between thunks longer than `min_gap_us` shaded.
+    time in milliseconds, and the idle gaps between thunks longer than `min_gap_us` hatched in
+    red on the thunks' row (say so in the figure's caption: the plot has no legend).
     `events` are `profiling.TraceEvent`s (`profiling.read_trace`); returns the axes."""
     from .profiling import KINDS, idle_gaps
 
@@ -90,9 +91,6 @@ def plot_timeline(events, *, ax=None, min_gap_us: float = 50.0, title: str | Non
     ax.set_ylim(len(TIMELINE_ROWS) - 0.5, -0.5)
     ax.set_xlabel("time since the first event (ms)")
     ax.grid(False, axis="y")
-    if gaps:
-        ax.plot([], [], color="red", linewidth=0.8, label=f"idle gaps between thunks (> {min_gap_us:g} µs)")
-        ax.legend(loc="lower right", fontsize="small")
     if title:
         ax.set_title(title)
     return ax
@@ -121,5 +119,5 @@ def plot_roofline(roofline, points: Mapping[str, tuple], *, ax=None):
     for index, (label, (cost, seconds)) in enumerate(points.items()):
         ax.plot(cost.intensity, cost.flops / seconds, marker=markers[index % len(markers)], linestyle="none", label=label)
     ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte)", ylabel="FLOP/s")
-    ax.legend(fontsize="small", loc="lower right")
+    ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.02, 0.5))
     return ax

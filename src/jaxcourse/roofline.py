@@ -132,7 +132,7 @@ def _total(x):
     return jnp.sum(x)
 
 
-def measure_peak_flops(n: int | None = None, *, repeat: int = 5) -> RoofMeasurement:
+def measure_peak_flops(n: int | None = None, *, repeat: int = 10) -> RoofMeasurement:
     """The float32 matmul rate of this machine: an `n x n` product (2 n^3 FLOPs, from its cost
     analysis) timed by `time_call`, best of `repeat`. `n` is 1024 on a CPU, 8192 on a GPU."""
     n = by_device(cpu=1024, accelerator=8192) if n is None else n
