@@ -18,7 +18,10 @@ from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, PYPLNMODELS_MAXITER
 
 @pytest.fixture(scope="module")
 def tiny_results():
-    return bench.run_pln_benchmark("tiny", n_iter=8, methods=["level 1", "level 5", "level 6", "pyPLNmodels"])
+    return bench.run_pln_benchmark(
+        "tiny", n_iter=8, repeat=2, methods=["level 1", "level 5", "level 6", "pyPLNmodels"],
+        cold_methods=["level 5"], reference_repeat=1, torch_threads=1,
+    )
 
 
 # The registry
@@ -191,7 +194,9 @@ def test_harness_records_floor_environment_and_metrics(tiny_results):
     assert tiny_results["target_elbo"] == pytest.approx(tiny_results["runs"][-1]["final_elbo"])
     assert set(tiny_results["metrics"]) == set(bench.Metrics._fields)
     assert tiny_results["metrics"]["P3"] is None  # P3 is defined on oaks only
-    json.dumps(tiny_results)  # JSON-ready as returned
+    json.dumps({key: value for key, value in tiny_results.items() if key != "fits"})  # JSON-ready but the arrays
+    for variational in tiny_results["fits"].values():
+        assert [np.shape(a) for a in variational] == [(tiny_results["n_samples"], tiny_results["n_species"])] * 2
 
 
 def test_every_level_run_records_its_adjacent_floor(tiny_results):
@@ -227,7 +232,10 @@ def test_compile_time_is_measured_even_after_an_earlier_compilation():
 def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
     """`python -m jaxcourse.bench pln --size tiny ...` writes JSON and CSV and prints a summary."""
     out = tmp_path / "results.json"
-    code = main(["pln", "--size", "tiny", "--repeat", "1", "--n-iter", "5", "--methods", "level 2,level 5,pyPLNmodels", "--out", str(out)])
+    code = main([
+        "pln", "--size", "tiny", "--repeat", "1", "--n-iter", "5", "--methods", "level 2,level 5,pyPLNmodels",
+        "--cold-repeat", "0", "--reference-repeat", "1", "--out", str(out),
+    ])
     assert code == 0
     results = json.loads(out.read_text())
     assert [run["name"] for run in results["runs"]] == ["level 2", "level 5", "pyPLNmodels"]
@@ -237,3 +245,123 @@ def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "P1=" in captured.out and "floor" in captured.out
     assert "level 5 ..." in captured.err  # progress goes to stderr
+
+
+# Cold and warm, each library in its own process
+
+
+def test_cold_runs_come_from_fresh_processes_and_warm_repeats_give_a_spread(tiny_results):
+    """The method timed cold has one first call per fresh process; every JAX run keeps all its
+    warm repeats; the reference has its cold fit and its warm ones; the table shows the spread."""
+    runs = {run["name"]: run for run in tiny_results["runs"]}
+    assert len(runs["level 5"]["cold_s"]) == 1 and runs["level 1"]["cold_s"] == []
+    assert all(len(run["warm_s"]) == 2 for run in tiny_results["runs"] if not run["is_reference"])
+    assert len(runs["pyPLNmodels"]["cold_s"]) == len(runs["pyPLNmodels"]["warm_s"]) == 1
+    assert runs["pyPLNmodels"]["run_s"] == pytest.approx(np.median(runs["pyPLNmodels"]["warm_s"]))
+    table = bench.runs_table(tiny_results)
+    assert "[" in table.loc["level 1", "warm fit (s)"] and "(once)" in table.loc["level 5", "cold fit (s)"]
+    assert table.loc["pyPLNmodels", "gap to reference (nats)"] == 0.0
+
+
+def test_the_reference_runs_with_the_torch_threads_asked_for(tiny_results):
+    """pyPLNmodels ran in its own process, on torch's CPU device, with the one thread the fixture
+    asked for (the default, `default_torch_threads`, is the cores this process may use)."""
+    from jaxcourse.bench._fresh import default_torch_threads
+
+    reference = tiny_results["runs"][-1]
+    assert reference["device"] == "torch cpu, 1 thread(s)" and "own process" in reference["note"]
+    assert reference["import_s"] > 0 and reference["n_steps"] == len(reference["elbo"])
+    assert tiny_results["runs"][0]["device"].startswith("jax cpu") and default_torch_threads() >= 1
+
+
+def test_run_fresh_rejects_bad_requests():
+    tiny = bench.load_size("tiny")
+    with pytest.raises(ValueError, match="kind must be"):
+        bench.run_fresh("torch", [tiny], n_iter=3)
+    with pytest.raises(ValueError, match="name of a method"):
+        bench.run_fresh("jax", [tiny], n_iter=3)
+    with pytest.raises(ValueError, match="repeat must be"):
+        bench.run_fresh("reference", [tiny], n_iter=3, repeat=0)
+    with pytest.raises(TypeError, match="list of PLNData"):
+        bench.run_fresh("reference", [tiny.counts], n_iter=3)
+
+
+def test_methods_table_has_every_method_and_what_it_computes(tiny_results):
+    """One row per method run, with objective, gradient, optimizer, start, stopping rule and
+    device; the reference's stopping rule says when its criterion can first stop it."""
+    table = bench.methods_table(tiny_results)
+    assert list(table.index) == [run["name"] for run in tiny_results["runs"]]
+    assert {"objective", "gradient", "optimizer and step", "start", "stopping rule", "device"} <= set(table.columns)
+    assert table.loc["level 1", "gradient"].startswith("autodiff") and "envelope" in table.loc["level 5", "gradient"]
+    defaults = bench.pyplnmodels_defaults()
+    assert f"iteration {bench.earliest_stop(defaults.tol, defaults.criterion_beta)}" in table.loc["pyPLNmodels", "stopping rule"]
+    assert "offsets not used" in table.loc["pyPLNmodels", "start"] and "- O" in table.loc["level 5", "start"]
+
+
+def test_first_call_ratio_divides_the_medians_of_the_cold_calls():
+    """The plain first call over the reference's first fit, both medians over fresh processes."""
+    results = {"runs": [
+        {"name": bench.PLAIN_CALL, "is_reference": False, "cold_s": [1.0, 3.0, 2.0]},
+        {"name": "pyPLNmodels", "is_reference": True, "cold_s": [20.0, 40.0]},
+    ], "first_call_cached_s": {"fill_s": 2.5, "hit_s": 0.6}}
+    ratios = bench._benchmark.first_call_ratios(results)
+    assert ratios == {"first_call_ratio": pytest.approx(2.0 / 30.0), "first_call_ratio_cached": pytest.approx(0.02)}
+    results["runs"][0]["cold_s"] = []
+    assert bench._benchmark.first_call_ratios(results)["first_call_ratio"] is None
+
+
+def test_spread_is_median_and_range():
+    assert bench.spread([3.0, 1.0, 2.0]) == "2 [1, 3]"
+    assert bench.spread([0.5]) == "0.5 (once)" and bench.spread([]) == "n/a"
+
+
+def test_alt_text_is_written_from_the_run(tiny_results):
+    """The alt text names the methods that reach the target, in order, and those that never do;
+    change the run and the text changes with it."""
+    text = bench.curves_alt_text(tiny_results)
+    assert f"each of {len(tiny_results['runs'])} methods" in text
+    reached = [run["name"] for run in tiny_results["runs"] if run["time_to_target_s"] is not None]
+    assert all(name in text for name in reached)
+    never = {**tiny_results, "runs": [{**run, "time_to_target_s": None} for run in tiny_results["runs"]]}
+    assert "Never reaching it: " + ", ".join(run["name"] for run in tiny_results["runs"]) in bench.curves_alt_text(never)
+
+
+def test_figure_with_alt_puts_the_text_in_the_image_tag():
+    import matplotlib.pyplot as plt
+
+    figure, _ = plt.subplots()
+    shown = bench.FigureWithAlt(figure, alt='curves "a" < b', caption="A caption")
+    html = shown._repr_html_()
+    assert 'alt="curves &quot;a&quot; &lt; b"' in html and "<figcaption>A caption</figcaption>" in html
+    with pytest.raises(ValueError, match="alt text"):
+        bench.FigureWithAlt(plt.subplots()[0], alt=" ")
+
+
+# Parameters and sizes
+
+
+def test_compare_params_finds_the_species_that_moved():
+    """Perturb M for one species: B differs there and nowhere else, and its fraction of zeros is
+    reported; identical fits differ by nothing."""
+    data = bench.load_size("tiny")
+    mean, sqrt_var = (np.asarray(a) for a in level5.fit(data, 50).variational)
+    moved = mean.copy()
+    moved[:, 2] += 0.3
+    table = bench.compare_params(data, {"same": (mean, sqrt_var), "moved": (moved, sqrt_var), "base": (mean, sqrt_var)}, "base")
+    assert table.loc["same", "max |dB|"] == 0.0
+    assert table.loc["moved", "at species"] == 2 and table.loc["moved", "max |dB|"] == pytest.approx(0.3)
+    assert table.loc["moved", "its zeros"] == pytest.approx(bench.zero_fractions(data)[2])
+    with pytest.raises(ValueError, match="against must name"):
+        bench.compare_params(data, {"a": (mean, sqrt_var)}, "b")
+
+
+def test_sweep_needs_covariates_and_sizes():
+    """The sweep simulates covariates beyond the intercept, at the sizes asked for."""
+    import jax
+
+    (data,) = bench.sweep_data([(20, 3)], n_covariates=3, key=jax.random.key(0))
+    assert data.counts.shape == (20, 3) and data.n_covariates == 3
+    with pytest.raises(ValueError, match="n_covariates must be at least 2"):
+        bench.run_sweep([(20, 3)], n_covariates=1, key=jax.random.key(0))
+    with pytest.raises(ValueError, match="at least one"):
+        bench.run_sweep([], key=jax.random.key(0))

@@ -116,3 +116,33 @@ def test_reference_trace_reads_pyplnmodels_monitors_as_plain_arrays():
         final = float(profiled_elbo(as_float64(data), Variational(*as_float64(tuple(trace.variational)))))
     assert final == pytest.approx(trace.elbo[-1], abs=0.5)  # one step on, in float64, same convention
     assert trace.optimizer.startswith("torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50)")
+
+
+def test_pyplnmodels_default_fit_cannot_stop_before_its_cap():
+    """pyPLNmodels' own criterion monitor stays above (1 - beta)**(k - 1) after iteration k, so
+    it cannot go below the default tol before `earliest_stop`, which is after maxiter; fed a
+    constant ELBO (whose normalised value still moves), it gets there a little later."""
+    from jaxcourse.pln._reference import criterion_trace, earliest_stop, pyplnmodels_defaults
+
+    defaults = pyplnmodels_defaults()
+    earliest = earliest_stop(defaults.tol, defaults.criterion_beta)
+    assert (1 - defaults.criterion_beta) ** (earliest - 2) >= defaults.tol > (1 - defaults.criterion_beta) ** (earliest - 1)
+    wobbly = -100.0 - np.cos(np.arange(earliest + 20))
+    for elbo in (np.full(earliest + 20, -100.0), wobbly):
+        criteria = criterion_trace(elbo)
+        k = np.arange(1, len(criteria) + 1)
+        assert np.all(criteria >= (1 - defaults.criterion_beta) ** (k - 1) * (1 - 1e-12))
+    first_below = int(np.argmax(criterion_trace(np.full(earliest + 20, -100.0)) < defaults.tol)) + 1
+    assert first_below >= earliest > defaults.maxiter
+    with pytest.raises(ValueError, match="must lie in"):
+        earliest_stop(0.0, 0.03)
+
+
+def test_pyplnmodels_start_is_log_counts_without_offsets():
+    """Its start is log(Y + 1{Y = 0}) and S = 1/2, computed by its own initialiser from the counts alone."""
+    from jaxcourse.pln._reference import pyplnmodels_start
+
+    counts = np.array([[0.0, 3.0], [1.0, 7.0]])
+    mean, sqrt_var = pyplnmodels_start(counts)
+    np.testing.assert_allclose(mean, np.log(counts + (counts == 0)), rtol=1e-6)
+    assert np.all(sqrt_var == 0.5)

@@ -40,6 +40,7 @@ def run_pln_benchmark(
     cold_methods: list[str] | None = None,
     reference_repeat: int | None = None,
     first_call_cache: bool = True,
+    torch_threads: int | None = None,
 ) -> dict[str, Any]:
     """Runs the methods of `METHODS` on one data set and returns everything measured.
 
@@ -64,6 +65,8 @@ def run_pln_benchmark(
         reference_repeat: warm fits of the reference after its cold one (`repeat` by default).
         first_call_cache: also time `PLAIN_CALL`'s first call in two fresh processes that
             share a new persistent compilation cache (the first fills it, the second reads it).
+        torch_threads: torch's threads in the reference's processes (by default the cores
+            this process may use, as JAX's CPU backend does); recorded in the run's `device`.
 
     Returns:
         A JSON-ready dict: `environment`, `versions`, `blas_threads` (per library), sizes,
@@ -80,7 +83,7 @@ def run_pln_benchmark(
     limit = contextlib.nullcontext() if blas_threads is None else limit_blas_threads(blas_threads)
     with limit:
         say(f"floor ({size}: n={data.n_samples}, p={data.n_species})")
-        plan = {"cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat}
+        plan = {"cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat, "torch_threads": torch_threads}
         runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say, plan)
         results = _results(size, data, n_iter, repeat, runs, combine_floors(floors))
         results["methods"] = [{**method_card(m), "device": run.device} for m, run in zip(selected, runs)]
@@ -122,7 +125,9 @@ def _run_all(selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_
     for method in selected:
         say(method.name)
         if method.is_reference:  # not JAX: no floor to compare it with
-            runs.append(run_reference(method, data, repeat=plan["reference_repeat"], cold_repeat=max(plan["cold_repeat"], 1)))
+            runs.append(run_reference(
+                method, data, repeat=plan["reference_repeat"], cold_repeat=max(plan["cold_repeat"], 1), torch_threads=plan["torch_threads"],
+            ))
             continue
         # The machine's speed drifts over a run; P2 compares each fit with the floor measured
         # around it, in the same conditions.

@@ -48,8 +48,8 @@ def summary_line(results: dict[str, Any]) -> str:
         f"[{results['size']}] fastest={m['fastest']} P1={_number(m['P1'])} ({GOALS['P1']}) "
         f"P2={_number(m['P2'])} ({m['P2_level']}, {GOALS['P2']}) P3={_number(m['P3'])} ({GOALS['P3']}) "
         f"final>={reference['name'] if reference else 'reference'}: {m['fastest_final_at_least_reference']} "
-        f"first call={_number(m.get('first_call_ratio'))} ({GOALS['first call']}; cached "
-        f"{_number(m.get('first_call_ratio_cached'))})"
+        f"first call={_number(m.get('first_call_ratio'))} ({GOALS['first call']}) "
+        f"cached={_number(m.get('first_call_ratio_cached'))}"
     )
 
 
@@ -167,7 +167,7 @@ def _target_sentences(metrics: dict[str, Any], fastest: dict | None, reference: 
     return [
         f"The fastest to reach {owner} final ELBO is {fastest['name']}, after "
         f"{fastest['time_to_target_s']:.3g} s, against {reference['time_to_target_s']:.3g} s for "
-        f"{name} itself ({metrics['P1']:.2f} of its time; compilation, {fastest['compile_s']:.2g} s, apart).",
+        f"{name} itself ({metrics['P1']:.3g} of its time; compilation, {fastest['compile_s']:.2g} s, apart).",
         f"Its final ELBO, {fastest['final_elbo_stirling']:.2f}, is {verdict} {owner} "
         f"{reference['final_elbo_stirling']:.2f} (Stirling convention, both re-evaluated in float64).",
     ]

@@ -146,15 +146,21 @@ def environment_device() -> str:
     return f"jax {jax.default_backend()} ({getattr(device, 'device_kind', str(device))})"
 
 
-def run_reference(method: Method, data: PLNData, *, repeat: int = 1, cold_repeat: int = 1) -> MethodRun:
+def run_reference(
+    method: Method, data: PLNData, *, repeat: int = 1, cold_repeat: int = 1, torch_threads: int | None = None
+) -> MethodRun:
     """Runs the reference (pyPLNmodels) in `cold_repeat` fresh processes: the first fits
     `1 + repeat` times (its first fit cold, the others warm), the others once (cold).
 
     Times are end to end (building the model and fitting it); the curve is the trace and
-    times pyPLNmodels recorded itself during its last fit in the first process.
+    times pyPLNmodels recorded itself during its last fit in the first process. `torch_threads`
+    goes to `run_fresh`.
     """
     maxiter = method.settings()["maxiter"]
-    runs = [run_fresh("reference", [data], n_iter=maxiter, repeat=1 + repeat if k == 0 else 1) for k in range(cold_repeat)]
+    runs = [
+        run_fresh("reference", [data], n_iter=maxiter, repeat=1 + repeat if k == 0 else 1, torch_threads=torch_threads)
+        for k in range(cold_repeat)
+    ]
     first = runs[0].fits[0]
     warm = first.times_s[1:]
     return MethodRun(

@@ -142,7 +142,7 @@ def pyplnmodels_start(counts) -> tuple[np.ndarray, np.ndarray]:
     import torch
     from pyPLNmodels.calculations._initialization import _init_latent_pln
 
-    mean, sqrt_var = _init_latent_pln(torch.as_tensor(np.asarray(counts, dtype=np.float32)))
+    mean, sqrt_var = _init_latent_pln(torch.tensor(np.array(counts, dtype=np.float32)))
     return mean.cpu().numpy(), sqrt_var.cpu().numpy()
 
 
