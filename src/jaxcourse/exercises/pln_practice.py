@@ -125,7 +125,7 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
     runs = call_eager_and_jitted(simulate_counts, key, covariates, offsets, coef, covariance, what=what)
     for label, counts in runs:
         require(
-            jnp.shape(counts) == (_N_DRAWS, 3),
+            np.shape(counts) == (_N_DRAWS, 3),
             f"{what}{label} should return one count per sample and species, shape ({_N_DRAWS}, 3); got {describe(counts)}.",
         )
         counts = np.asarray(counts, dtype=np.float64)
