@@ -24,6 +24,9 @@ from ..pln import PLNData
 FRESH_TIMEOUT_S = 900
 """A fresh-process run that takes longer than this is stopped (and raises)."""
 
+CHILD_GPU_MEMORY_FRACTION = "0.2"
+"""The share of a GPU's memory a fresh JAX process may reserve (`XLA_PYTHON_CLIENT_MEM_FRACTION`)."""
+
 
 class FreshFit(NamedTuple):
     """One data set's fits in a fresh process.
@@ -91,7 +94,6 @@ def run_fresh(
     torch_threads: int | None = None,
     cache_dir: str | None = None,
     maxiter: list[int | None] | None = None,
-    environment: dict[str, str] | None = None,
 ) -> FreshRun:
     """Fits each data set `repeat` times in one new Python process and returns what it measured.
 
@@ -105,8 +107,11 @@ def run_fresh(
             by default); recorded either way.
         cache_dir: a folder for JAX's persistent compilation cache (None: no cache).
         maxiter: per data set, a `maxiter` for the reference other than `n_iter`.
-        environment: extra environment variables for the process. The reference's process
-            always gets `JAX_PLATFORMS=cpu`, so that JAX there never takes GPU memory from torch.
+
+    The reference's process gets `JAX_PLATFORMS=cpu`, so that JAX there never takes GPU memory
+    from torch. A JAX process may take at most `CHILD_GPU_MEMORY_FRACTION` of a GPU's memory
+    (unless `XLA_PYTHON_CLIENT_MEM_FRACTION` is set): by default JAX reserves 75% of it in the
+    parent already, and a child asking for as much again would fail.
     """
     _check(kind, method, repeat, datasets)
     maxiter = maxiter or [None] * len(datasets)
@@ -122,9 +127,11 @@ def run_fresh(
         }
         request["started_at"] = time.time()  # the worker counts its start-up and imports from here
         (Path(folder) / "request.json").write_text(json.dumps(request))
-        env = {**os.environ, **(environment or {})}
+        env = dict(os.environ)
         if kind == "reference":
             env["JAX_PLATFORMS"] = "cpu"
+        else:
+            env.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", CHILD_GPU_MEMORY_FRACTION)
         answer = _run_worker(Path(folder) / "request.json", env)
         fits = tuple(_fit(job, answer_job) for job, answer_job in zip(jobs, answer["jobs"]))
     return FreshRun(
