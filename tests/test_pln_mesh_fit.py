@@ -22,9 +22,8 @@ def test_restarts_on_a_grid_equal_one_device_in_float64(key):
             np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-8, atol=1e-10)
         assert on_grid.variational.latent_mean.sharding.spec[:2] == (meshes.MODEL, meshes.DATA)
         starts = level6.random_starts(data, keys)
-        for i in (0, 3):
-            single = level5.fit(data, 15, tol=0.0, start=jax.tree.map(lambda a: a[i], starts))
-            np.testing.assert_allclose(np.asarray(on_grid.elbo_trace)[i], np.asarray(single.elbo_trace), rtol=1e-11)
+        single = level5.fit(data, 15, tol=0.0, start=jax.tree.map(lambda a: a[3], starts))  # the last restart
+        np.testing.assert_allclose(np.asarray(on_grid.elbo_trace)[3], np.asarray(single.elbo_trace), rtol=1e-11)
 
 
 def test_restarts_must_split_over_model(key):
