@@ -1,5 +1,6 @@
 """Checkers of chapters/control-flow.qmd: the reference solutions pass, typical mistakes get a hint."""
 
+import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
@@ -75,56 +76,116 @@ def test_horner_rejects_typical_mistakes(wrong, hint):
     assert hint in verdict.message
 
 
-# Exercise 2: exponential moving average with scan ----------------------------------------------
+# Exercise 2: a moving average over gaps with scan ----------------------------------------------
 
 
 def ewma(xs, alpha):
     def step(smoothed, x):
-        smoothed = alpha * x + (1 - alpha) * smoothed
+        updated = jnp.where(jnp.isnan(smoothed), x, alpha * x + (1 - alpha) * smoothed)
+        smoothed = jnp.where(jnp.isnan(x), smoothed, updated)
         return smoothed, smoothed
 
-    _, smoothed = lax.scan(step, xs[0], xs)
-    return smoothed
+    return lax.scan(step, jnp.full((), jnp.nan, xs.dtype), xs)[1]
 
 
-def ewma_final_only(xs, alpha):
-    final, _ = lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s, None), xs[0], xs)
-    return final
+def ewma_seen_flag(xs, alpha):
+    """Another design: a flag in the carry says whether a reading has been seen."""
+
+    def step(carry, x):
+        smoothed, seen = carry
+        gap = jnp.isnan(x)
+        smoothed = jnp.where(gap, smoothed, jnp.where(seen, alpha * x + (1 - alpha) * smoothed, x))
+        return (smoothed, seen | ~gap), jnp.where(seen | ~gap, smoothed, jnp.nan)
+
+    return lax.scan(step, (jnp.zeros((), xs.dtype), jnp.array(False)), xs)[1]
 
 
-def ewma_lagged(xs, alpha):
-    _, out = lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s, s), xs[0], xs)
-    return out
+def ewma_plain(xs, alpha):
+    """The gap-free moving average: the skip-the-skill answer, where a NaN spreads."""
+    return lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s,) * 2, xs[0], xs)[1]
 
 
-def ewma_swapped(xs, alpha):
+def ewma_gaps_as_zero(xs, alpha):
+    return ewma_plain(jnp.nan_to_num(xs), alpha)
+
+
+def ewma_starts_at_first_value(xs, alpha):
+    """Skips gaps, but starts the carry at xs[0], which may itself be a gap."""
+
     def step(s, x):
-        s = alpha * s + (1 - alpha) * x
+        s = jnp.where(jnp.isnan(x), s, alpha * x + (1 - alpha) * s)
         return s, s
 
     return lax.scan(step, xs[0], xs)[1]
 
 
+def ewma_nan_at_gaps(xs, alpha):
+    """Keeps the carry over a gap but emits NaN there instead of the held average."""
+
+    def step(s, x):
+        updated = jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s)
+        s = jnp.where(jnp.isnan(x), s, updated)
+        return s, jnp.where(jnp.isnan(x), jnp.nan, s)
+
+    return lax.scan(step, jnp.full((), jnp.nan, xs.dtype), xs)[1]
+
+
+def ewma_final_only(xs, alpha):
+    return lax.scan(lambda s, x: (jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s), None), xs[0], xs)[0]
+
+
+def ewma_lagged(xs, alpha):
+    def step(s, x):
+        updated = jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s)
+        return jnp.where(jnp.isnan(x), s, updated), s
+
+    return lax.scan(step, jnp.full((), jnp.nan, xs.dtype), xs)[1]
+
+
+def ewma_swapped(xs, alpha):
+    return ewma(xs, 1 - alpha)
+
+
 def ewma_python_loop(xs, alpha):
-    smoothed, out = xs[0], []
+    smoothed, out = jnp.nan, []
     for x in xs:
-        smoothed = alpha * x + (1 - alpha) * smoothed
+        updated = jnp.where(jnp.isnan(smoothed), x, alpha * x + (1 - alpha) * smoothed)
+        smoothed = jnp.where(jnp.isnan(x), smoothed, updated)
         out.append(smoothed)
     return jnp.stack(out)
 
 
-def test_ewma_reference_passes():
-    verdict = check_ewma(ewma)
+def ewma_scan_per_value(xs, alpha):
+    """A Python loop over the values that runs a one-step scan each time: still unrolled."""
+    smoothed, out = jnp.full((), jnp.nan, xs.dtype), []
+    for t in range(xs.shape[0]):
+        smoothed, ys = lax.scan(
+            lambda s, x: (jnp.where(jnp.isnan(x), s, jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s)),) * 2,
+            smoothed,
+            xs[t : t + 1],
+        )
+        out.append(ys[0])
+    return jnp.stack(out)
+
+
+@pytest.mark.parametrize("answer", [ewma, ewma_seen_flag])
+def test_ewma_reference_and_another_design_pass(answer):
+    verdict = check_ewma(answer)
     assert verdict, verdict.message
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (ewma_plain, "must not poison the average"),
+        (ewma_gaps_as_zero, "not a reading of 0"),
+        (ewma_starts_at_first_value, "starts with a gap"),
+        (ewma_nan_at_gaps, "hold its last value"),
         (ewma_final_only, "stacked outputs"),
         (ewma_lagged, "lag one step"),
         (ewma_swapped, "alpha weighs the new observation"),
         (ewma_python_loop, "contains no scan"),
+        (ewma_scan_per_value, "grows with the series"),
         (lambda xs, alpha: lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s,) * 2, xs[0], xs), "(final carry, ys)"),
     ],
 )
@@ -198,7 +259,7 @@ def test_soft_ramp_rejects_typical_mistakes(wrong, hint):
     assert hint in verdict.message
 
 
-# Exercise 4: Kepler's equation with while_loop -------------------------------------------------
+# Exercise 4: Kepler's equation with while_loop, and its derivative -----------------------------
 
 TOL, MAX_ITER = 1e-6, 50
 
@@ -208,7 +269,9 @@ def newton_step(mean_anomaly, eccentricity, anomaly):
     return residual / (1 - eccentricity * jnp.cos(anomaly))
 
 
-def solve_kepler(mean_anomaly, eccentricity):
+def kepler_loop(mean_anomaly, eccentricity):
+    """The while_loop solver alone: a copy of the chapter's sqrt_newton, with no derivative."""
+
     def keep_going(carry):
         _, step, n_iter = carry
         return (jnp.abs(step) > TOL) & (n_iter < MAX_ITER)
@@ -220,6 +283,55 @@ def solve_kepler(mean_anomaly, eccentricity):
 
     anomaly, _, n_iter = lax.while_loop(keep_going, body, (mean_anomaly, jnp.inf, 0))
     return anomaly, n_iter
+
+
+def implicit(solver, tangent_solve=lambda g, y: y / g(1.0)):
+    """`solver(M, e) -> (E, n_iter)` with its root differentiated by custom_root."""
+
+    def solve(mean_anomaly, eccentricity):
+        return lax.custom_root(
+            lambda anomaly: anomaly - eccentricity * jnp.sin(anomaly) - mean_anomaly,
+            mean_anomaly,
+            lambda f, guess: solver(mean_anomaly, eccentricity),
+            tangent_solve,
+            has_aux=True,
+        )
+
+    return solve
+
+
+solve_kepler = implicit(kepler_loop)
+
+
+def kepler_one_step_from_root(mean_anomaly, eccentricity):
+    """Another design: one Newton step taken from the stopped root has the implicit derivative."""
+    anomaly, n_iter = kepler_loop(mean_anomaly, eccentricity)
+    root = lax.stop_gradient(anomaly)
+    return root - newton_step(mean_anomaly, eccentricity, root), n_iter
+
+
+def kepler_unrolled_gradient(mean_anomaly, eccentricity):
+    """The loop for the count, and a fixed-length loop, differentiated step by step, for E."""
+    _, n_iter = kepler_loop(mean_anomaly, eccentricity)
+    anomaly = lax.fori_loop(0, 8, lambda i, a: a - newton_step(mean_anomaly, eccentricity, a), mean_anomaly)
+    return anomaly, n_iter
+
+
+def kepler_forward_through_loop(mean_anomaly, eccentricity):
+    """A custom_vjp whose backward pass runs forward mode through the while_loop."""
+
+    @jax.custom_vjp
+    def anomaly_of(mean):
+        return kepler_loop(mean, eccentricity)[0]
+
+    def forward(mean):
+        return anomaly_of(mean), mean
+
+    def backward(mean, cotangent):
+        return (cotangent * jax.jvp(lambda m: kepler_loop(m, eccentricity)[0], (mean,), (1.0,))[1],)
+
+    anomaly_of.defvjp(forward, backward)
+    return anomaly_of(mean_anomaly), kepler_loop(mean_anomaly, eccentricity)[1]
 
 
 def kepler_fixed_steps(n_steps):
@@ -243,7 +355,7 @@ def kepler_python_while(mean_anomaly, eccentricity):
 def kepler_variant(start=0, cap=lambda n_iter: n_iter < MAX_ITER):
     """The reference with another counter start or cap; cap=None drops the cap."""
 
-    def solve(mean_anomaly, eccentricity):
+    def solver(mean_anomaly, eccentricity):
         def keep_going(carry):
             _, step, n_iter = carry
             converging = jnp.abs(step) > TOL
@@ -257,7 +369,7 @@ def kepler_variant(start=0, cap=lambda n_iter: n_iter < MAX_ITER):
         anomaly, _, n_iter = lax.while_loop(keep_going, body, (mean_anomaly, jnp.inf, start))
         return anomaly, n_iter
 
-    return solve
+    return implicit(solver)
 
 
 def kepler_new_anomaly_step(mean_anomaly, eccentricity):
@@ -273,24 +385,31 @@ def kepler_new_anomaly_step(mean_anomaly, eccentricity):
     return anomaly, n_iter
 
 
-def test_kepler_variant_with_other_rounding_passes():
-    """The exact step counts and the cap case do not depend on how the step is rounded."""
-    verdict = check_kepler(kepler_new_anomaly_step)
-    assert verdict, verdict.message
-
-
 def kepler_anomaly_only(mean_anomaly, eccentricity):
     return solve_kepler(mean_anomaly, eccentricity)[0]
 
 
-def test_kepler_reference_passes():
-    verdict = check_kepler(solve_kepler)
+@pytest.mark.parametrize(
+    "answer",
+    [solve_kepler, implicit(kepler_new_anomaly_step), kepler_one_step_from_root],
+    ids=["custom_root", "other-rounding", "one-step-from-root"],
+)
+def test_kepler_reference_and_other_designs_pass(answer):
+    """The step counts and the cap case do not depend on how the step is rounded, and the implicit
+    derivative may come from custom_root or from the formula (one Newton step from the stopped root)."""
+    verdict = check_kepler(answer)
     assert verdict, verdict.message
 
 
 @pytest.mark.parametrize(
     "wrong, hint",
     [
+        (kepler_loop, "jax.grad cannot go through lax.while_loop"),
+        (kepler_unrolled_gradient, "differentiates through the Newton iterations"),
+        (kepler_forward_through_loop, "differentiates through the Newton iterations"),
+        (implicit(kepler_loop, lambda g, y: y), "a finite difference of the root gives"),
+        (implicit(kepler_loop, lambda g, y: y * g(1.0)), "not its inverse"),
+        (implicit(kepler_loop, lambda g, y: -y / g(1.0)), "wrong sign"),
         (kepler_fixed_steps(50), "you report 50"),
         (kepler_fixed_steps(3), "Stop as soon as |step| < TOL"),
         (kepler_python_while, "Python `if`/`while`"),

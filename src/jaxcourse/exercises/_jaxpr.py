@@ -23,10 +23,15 @@ def traced_program(answer, *args, what: str, hints: tuple = (), **make_jaxpr_opt
 
 
 def inner_jaxprs(eqn) -> list:
-    """The jaxprs nested in one equation's parameters (the body of a jit, scan, cond, while...)."""
+    """The jaxprs nested in one equation's parameters (the body of a jit, scan, cond, while...),
+    and in the attributes of a higher-level primitive that JAX 0.12 keeps as one parameter object
+    (`custom_root` traces to `call_hi_primitive`, whose solver jaxpr is an attribute)."""
     found = []
     for value in eqn.params.values():
-        for item in value if isinstance(value, (tuple, list)) else (value,):
+        items = value if isinstance(value, (tuple, list)) else (value,)
+        if eqn.primitive.name == "call_hi_primitive":
+            items = [attribute for item in items for attribute in vars(item).values()]
+        for item in items:
             if isinstance(item, jax.extend.core.ClosedJaxpr):
                 found.append(item.jaxpr)
             elif isinstance(item, jax.extend.core.Jaxpr):

@@ -72,10 +72,16 @@ def check_horner(horner) -> None:
 
 
 def _ewma_reference(xs: np.ndarray, alpha: float, *, swap: bool = False) -> np.ndarray:
-    out = np.empty(len(xs))
-    smoothed = float(xs[0])
+    """In float64: the moving average the exercise asks for. A gap (NaN) keeps the last value,
+    before the first reading it is NaN, the first reading starts it; `swap` exchanges the weights."""
+    out = np.full(len(xs), np.nan)
+    smoothed = math.nan
     for t, x in enumerate(xs.astype(np.float64)):
-        if swap:
+        if math.isnan(x):
+            pass
+        elif math.isnan(smoothed):
+            smoothed = x
+        elif swap:
             smoothed = alpha * smoothed + (1 - alpha) * x
         else:
             smoothed = alpha * x + (1 - alpha) * smoothed
@@ -83,46 +89,116 @@ def _ewma_reference(xs: np.ndarray, alpha: float, *, swap: bool = False) -> np.n
     return out
 
 
+def _plain_ewma(xs: np.ndarray, alpha: float) -> np.ndarray:
+    """The moving average that knows nothing of gaps, started at xs[0] (NaN spreads from a gap)."""
+    out = np.empty(len(xs))
+    smoothed = float(xs[0])
+    for t, x in enumerate(xs.astype(np.float64)):
+        smoothed = alpha * x + (1 - alpha) * smoothed
+        out[t] = smoothed
+    return out
+
+
+def _same(actual: np.ndarray, expected: np.ndarray) -> bool:
+    """Equal within float32 rounding, NaN where and only where NaN is expected."""
+    return bool(np.array_equal(np.isnan(actual), np.isnan(expected))) and close(
+        np.nan_to_num(actual), np.nan_to_num(expected), rtol=1e-4, atol=1e-4
+    )
+
+
 def _ewma_hint(actual: np.ndarray, xs: np.ndarray, alpha: float, expected: np.ndarray) -> str:
-    """The hint naming the mistake that explains a wrong moving average."""
-    if len(xs) > 1 and close(actual[1:], expected[:-1], rtol=1e-4, atol=1e-4):
+    """The hint naming the property a wrong moving average breaks."""
+    gap = np.isnan(xs)
+    started = ~np.isnan(expected)
+    if len(xs) > 1 and _same(actual[1:], expected[:-1]):
         return ("the outputs lag one step behind: at step t, emit the updated average s_t, not the "
                 "carry you received (s_{t-1}).")
-    if close(actual, _ewma_reference(xs, alpha, swap=True), rtol=1e-4, atol=1e-4):
+    if _same(actual, _ewma_reference(xs, alpha, swap=True)):
         return "alpha weighs the new observation: s_t = alpha * x_t + (1 - alpha) * s_{t-1}."
-    return (f"with alpha={alpha} the first values should be {expected[:3].round(4).tolist()}, got "
-            f"{actual[:3].round(4).tolist()}. Start the carry at xs[0] (so s_0 = x_0).")
+    held = gap & started
+    if np.isnan(actual[held]).any() and _same(actual[~held], expected[~held]):
+        return ("at a gap the average should hold its last value (the value at the step before); "
+                "you return NaN there.")
+    if np.isnan(actual[started]).any():
+        first = int(np.flatnonzero(started & np.isnan(actual))[0])
+        if gap[0] and np.isnan(actual).all():
+            return ("the series starts with a gap and every value you return is NaN: the average "
+                    "cannot start from xs[0] when xs[0] is missing. It starts at the first reading, "
+                    "wherever that is, so the carry must be able to say 'nothing seen yet'.")
+        return (f"your average is NaN at step {first}, after the first reading: a gap (NaN) must not "
+                "poison the average. At a gap, keep the carry unchanged (jnp.where on jnp.isnan(x)); "
+                "an arithmetic update with a NaN reading gives NaN forever after.")
+    if not np.isnan(actual[~started]).all():
+        return ("before the first reading there is nothing to average: the values there should be "
+                "NaN, not a number (is a gap read as 0, or is the carry started at 0?).")
+    if _same(actual, _plain_ewma(np.nan_to_num(xs), alpha)) or _same(
+        actual, _ewma_reference(np.where(gap & started, 0.0, xs), alpha)
+    ):
+        return ("a gap is not a reading of 0: replacing NaN by 0 pulls the average towards 0. At a gap, "
+                "keep the last average.")
+    if not _same(actual[held], expected[held]):
+        return ("at a gap the average should hold its last value (the value at the step before), "
+                "and it does not.")
+    return (f"at the readings your values differ from the moving average of the readings with the gaps "
+            f"removed: expected {np.round(expected[:6], 4).tolist()} at the start, got "
+            f"{np.round(actual[:6], 4).tolist()}.")
 
 
-@exercise_checker("exponential moving average with scan")
-def check_ewma(ewma) -> None:
-    """`ewma(xs, alpha)` returns every s_t = alpha * x_t + (1 - alpha) * s_{t-1}, with s_0 = x_0,
-    from a lax.scan, eagerly and under jit (alpha traced)."""
+def _ewma_cases() -> list[tuple[np.ndarray, float]]:
+    """Series without gaps, then with gaps inside, a leading gap, a trailing run of gaps, and only
+    gaps; alpha = 1 keeps the readings, alpha = 0 holds the first reading."""
     rng = np.random.default_rng(3)
     series = np.cumsum(rng.normal(size=40)).astype(np.float32)
-    # alpha = 1 keeps the series, alpha = 0 repeats x_0; a series of one value is the shortest.
-    cases = [(series, 0.3), (series, 0.8), (series, 1.0), (series, 0.0), (series[:1], 0.5)]
-    for xs, alpha in cases:
+    gappy = series.copy()
+    gappy[[3, 4, 5, 11, 20, 21, 39]] = np.nan
+    leading = gappy.copy()
+    leading[:3] = np.nan
+    trailing = series.copy()
+    trailing[30:] = np.nan
+    nothing = np.full(6, np.nan, np.float32)
+    return [
+        (series, 0.3), (series[:1], 0.5),
+        (gappy, 0.3), (gappy, 0.0), (trailing, 0.5),
+        (leading, 0.3), (leading, 1.0), (nothing, 0.5),
+    ]
+
+
+_EWMA_CASES = _ewma_cases()
+
+
+@exercise_checker("a moving average over gaps with scan")
+def check_ewma(ewma) -> None:
+    """`ewma(xs, alpha)` returns one smoothed value per entry of xs: the exponentially weighted
+    moving average of the readings, holding its value over gaps (NaN) and NaN before the first
+    reading; checked by these properties eagerly and under jit (alpha traced), for a scan in the
+    jaxpr and for a program whose size does not grow with the series."""
+    short, long = (jnp.asarray(_EWMA_CASES[2][0][:n]) for n in (8, 40))
+    programs = [primitive_names(traced_program(ewma, xs, jnp.float32(0.5), what="ewma")) for xs in (short, long)]
+    names, sizes = programs[1], [len(program) for program in programs]
+    require(
+        "scan" in names and sizes[0] == sizes[1],
+        "the loop is unrolled at trace time: the jaxpr "
+        + ("contains no scan" if "scan" not in names else f"grows with the series ({sizes[0]} equations for 8 values, {sizes[1]} for 40)")
+        + ". Write the step once and let jax.lax.scan run it over xs.",
+    )
+    for xs, alpha in _EWMA_CASES:
         expected = _ewma_reference(xs, alpha)
         for how, actual in call_eager_and_jitted(ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"):
             require(
                 not (isinstance(actual, (tuple, list)) and len(actual) == 2),
-                "you returned a pair, probably lax.scan's (final carry, ys): return only ys, the "
-                f"stacked outputs, one smoothed value per input (shape {xs.shape}).",
+                "you returned a pair, probably lax.scan's (final carry, ys): return only the stacked "
+                f"outputs, one smoothed value per input (shape {xs.shape}).",
             )
             actual = require_array(
-                actual, xs.shape, what=f"ewma{how}", expected="one smoothed value per input: the stacked outputs ys of lax.scan, not only the final carry"
+                actual, xs.shape, what=f"ewma{how}",
+                expected="one smoothed value per input: the stacked outputs of lax.scan, not only the final carry",
             )
+            gaps = int(np.isnan(xs).sum())
             require(
-                close(actual, expected, rtol=1e-4, atol=1e-4),
-                f"for {len(xs)} values and alpha={alpha}{how}: " + _ewma_hint(actual, xs, alpha, expected),
+                _same(actual, expected),
+                f"for {len(xs)} values with {gaps} gap(s) and alpha={alpha}{how}: "
+                + _ewma_hint(actual, xs, alpha, expected),
             )
-    names = primitive_names(traced_program(ewma, jnp.asarray(series), jnp.float32(0.5), what="ewma"))
-    require(
-        "scan" in names,
-        "the values are right, but the jaxpr contains no scan: the loop was unrolled at trace time "
-        "(or computed without a loop). Use jax.lax.scan(step, xs[0], xs).",
-    )
 
 
 # Exercise 3 ---------------------------------------------------------------------------------
@@ -273,3 +349,78 @@ def check_kepler(solve_kepler) -> None:
             f"loop must stop at the cap after exactly MAX_ITER = {MAX_ITER} steps; you report {n_iter}. "
             "Count from 0, add 1 per step, and continue while n_iter < MAX_ITER.",
         )
+    _check_kepler_gradient(solve_kepler)
+
+
+def _root64(mean: float, ecc: float) -> float:
+    """E with E - e sin E = M, by Newton's method in float64 to full precision."""
+    anomaly = mean
+    for _ in range(100):
+        step = (anomaly - ecc * math.sin(anomaly) - mean) / (1 - ecc * math.cos(anomaly))
+        anomaly -= step
+        if abs(step) < 1e-15:
+            break
+    return anomaly
+
+
+_KEPLER_GRADIENT_CASES = ((0.0, 0.9), (0.0, 0.0), (0.5, 0.2), (1.0, 0.5), (2.5, 0.9), (4.0, 0.7), (5.9, 0.5))
+"""(M, e): M = 0 with e = 0.9 is the steepest point (dE/dM = 10), e = 0 the flattest (dE/dM = 1)."""
+
+_THROUGH_THE_LOOP = (
+    "jax.grad cannot go through lax.while_loop: reverse mode would have to replay an unknown number "
+    "of iterations. It does not need to: E is a root of g(E, M) = E - e sin E - M, and the implicit "
+    "function theorem gives dE/dM from g at the root alone. Wrap your solver in jax.lax.custom_root "
+    "(the autodiff chapter's section on implicit differentiation shows how), or build that "
+    "derivative yourself."
+)
+
+
+def _loops(jaxpr) -> int:
+    """How many loops (while and scan equations, nested ones included) `jaxpr` runs."""
+    return sum(name in ("while", "scan") for name in primitive_names(jaxpr))
+
+
+def _check_kepler_gradient(solve_kepler) -> None:
+    """jax.grad of E in M, eagerly and under jit, against a float64 finite difference, with no loop
+    in the gradient's program beyond the solver's own."""
+    anomaly_of = lambda mean, ecc: solve_kepler(mean, ecc)[0]  # noqa: E731
+    slope = jax.grad(anomaly_of)
+    hints = ((ValueError, "Reverse-mode differentiation does not work", _THROUGH_THE_LOOP),)
+    primal = traced_program(anomaly_of, jnp.float32(1.0), jnp.float32(0.5), what="solve_kepler")
+    backward = traced_program(slope, jnp.float32(1.0), jnp.float32(0.5), what="jax.grad of E in M", hints=hints)
+    require(
+        _loops(backward) <= _loops(primal),
+        f"jax.grad of E runs {_loops(backward)} loops where E alone needs "
+        f"{_loops(primal)}: your gradient differentiates through the Newton iterations (a fixed-length loop, or "
+        "forward mode through the while_loop). The derivative of a root needs no iterations: "
+        "use the implicit function theorem at the root (jax.lax.custom_root).",
+    )
+    runs = [("", slope, _KEPLER_GRADIENT_CASES[:3]), (" under jax.jit", jax.jit(slope), _KEPLER_GRADIENT_CASES)]
+    for how, gradient, cases in runs:
+        for mean, ecc in cases:
+            actual = require_array(
+                call_answer(gradient, jnp.float32(mean), jnp.float32(ecc), what=f"jax.grad of E in M{how}", hints=hints),
+                (), what=f"dE/dM{how}", expected="a scalar",
+            )
+            step = 1e-5
+            expected = (_root64(mean + step, ecc) - _root64(mean - step, ecc)) / (2 * step)
+            if close(actual, expected, rtol=1e-4, atol=1e-4):
+                continue
+            partial_e = 1 - ecc * math.cos(_root64(mean, ecc))
+            require(
+                not close(actual, partial_e, rtol=1e-4, atol=1e-4),
+                f"at M={mean}, e={ecc}{how} your dE/dM is {float(actual):.5f}, which is dg/dE = 1 - e cos E, "
+                "not its inverse: the tangent solve must solve dg/dE * dE = dM for dE (divide, as "
+                "tangent_solve(g, y) = y / g(1.0) does).",
+            )
+            require(
+                not close(actual, -expected, rtol=1e-4, atol=1e-4),
+                f"at M={mean}, e={ecc}{how} your dE/dM has the wrong sign ({float(actual):.5f}, a finite "
+                f"difference gives {expected:.5f}): E grows with M.",
+            )
+            require(
+                False,
+                f"at M={mean}, e={ecc}{how} your dE/dM is {float(actual):.5f}, and a finite difference of "
+                f"the root gives {expected:.5f}. Differentiate E - e sin E = M with respect to M at the "
+                "root: (1 - e cos E) dE/dM = 1.",
+            )
