@@ -204,10 +204,6 @@ def one_loop(a, b):
     return jnp.sum(a * b, axis=0)
 
 
-def saved(n, p, itemsize):
-    return 2 * n * p * itemsize
-
-
 def blocks_of_rows(a, b, block_rows=128):
     x = a * b
     whole = x.shape[0] // block_rows * block_rows
@@ -216,66 +212,83 @@ def blocks_of_rows(a, b, block_rows=128):
     return block_sums + jnp.ones(x.shape[0] - whole, x.dtype) @ x[whole:]
 
 
-def test_column_sums_reference_passes():
-    """The chapter's solution passes; so does the package's column_sums as the fused form."""
+def stub(*args):
+    raise NotImplementedError
+
+
+def test_column_sums_reference_solutions_pass():
+    """The chapter's solution passes all three checkers; so does the package's column_sums as the fused form."""
     from jaxcourse.reductions import column_sums
 
-    assert exercises.check_column_sums(through_memory, one_loop, saved)
-    assert exercises.check_column_sums(through_memory, lambda a, b: column_sums(a * b), saved)
+    assert exercises.check_sums_through_memory(through_memory)
+    assert exercises.check_sums_in_one_loop(one_loop)
+    assert exercises.check_sums_in_one_loop(lambda a, b: column_sums(a * b))
+    assert exercises.check_bytes_saved(lambda n, p, itemsize: 2 * n * p * itemsize)
 
 
-@pytest.mark.parametrize("first, second", [(one_loop, one_loop), (one_loop, through_memory)], ids=["both fused", "swapped"])
-def test_column_sums_fused_form_through_memory_fails(first, second):
-    """A plain reduction given as the form through memory (both forms fused, or the two swapped)
-    writes nothing: the hint names the function and says how to make it write."""
-    verdict = exercises.check_column_sums(first, second, saved)
-    assert not verdict and "sums_through_memory" in verdict.message and "writes nothing" in verdict.message
-    assert "vector of ones" in verdict.message
+@pytest.mark.parametrize(
+    "checker", [exercises.check_sums_through_memory, exercises.check_sums_in_one_loop, exercises.check_bytes_saved],
+    ids=lambda checker: checker.__name__,
+)
+def test_column_sums_stubs_are_not_yet(checker):
+    verdict = checker(stub)
+    assert not verdict and "no answer yet" in verdict.message
 
 
-def test_column_sums_ones_as_the_one_loop_fails():
-    """ones @ (a * b) as the fused form gives the right numbers but writes a * b: the hint says why."""
-    verdict = exercises.check_column_sums(through_memory, through_memory, saved)
-    assert not verdict and "writes a * b to memory" in verdict.message and "vector of ones" in verdict.message
+# sums_through_memory
 
 
-def test_column_sums_in_blocks_fails():
-    """jax 0.10's blocks give the right numbers but make XLA write a * b rearranged."""
-    verdict = exercises.check_column_sums(through_memory, blocks_of_rows, saved)
-    assert not verdict and "blocks of rows" in verdict.message and "rearranged" in verdict.message
+def test_through_memory_fused_form_fails():
+    """A plain reduction writes nothing: the hint says how to make the product an instruction's operand."""
+    verdict = exercises.check_sums_through_memory(one_loop)
+    assert not verdict and "writes nothing" in verdict.message and "vector of ones" in verdict.message
 
 
-def test_column_sums_whole_blocks_only_fails():
+def test_through_memory_row_sums_fail():
+    """(a * b) @ ones gives one sum per row; the hint says so."""
+    verdict = exercises.check_sums_through_memory(lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype))
+    assert not verdict and "row sums" in verdict.message
+
+
+def test_through_memory_wrong_length_of_ones_fails():
+    """A ones vector with one entry per column does not fit the product; the hint gives its length."""
+    verdict = exercises.check_sums_through_memory(lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b))
+    assert not verdict and "one entry per row" in verdict.message
+
+
+def test_through_memory_whole_blocks_only_fails():
     """Blocks that need the rows to be a multiple of 128 fail on 300 rows; the hint says so."""
 
     def whole_blocks(a, b):
         blocks = (a * b).reshape(-1, 128, a.shape[1])
         return jnp.einsum("bri,r->bi", blocks, jnp.ones(128, a.dtype)).sum(axis=0)
 
-    verdict = exercises.check_column_sums(whole_blocks, one_loop, saved)
+    verdict = exercises.check_sums_through_memory(whole_blocks)
     assert not verdict and "any number of rows" in verdict.message
 
 
-def test_column_sums_row_sums_fail():
-    """(a * b) @ ones and jnp.sum(a * b, axis=1) give one sum per row; the hint says so."""
-    for row_sums in (lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype), lambda a, b: jnp.sum(a * b, axis=1)):
-        verdict = exercises.check_column_sums(through_memory, row_sums, saved)
-        assert not verdict and "row sums" in verdict.message
-
-
-def test_column_sums_sum_of_everything_fails():
-    """jnp.sum(a * b) without an axis is one number; the hint names axis=0."""
-    verdict = exercises.check_column_sums(through_memory, lambda a, b: jnp.sum(a * b), saved)
-    assert not verdict and "one number" in verdict.message and "axis=0" in verdict.message
-
-
-def test_column_sums_with_numpy_fails_under_jit():
-    """Summing a NumPy copy works eagerly but not on a tracer; the hint says to use jnp."""
-    verdict = exercises.check_column_sums(through_memory, lambda a, b: (np.asarray(a) * np.asarray(b)).sum(axis=0), saved)
+def test_through_memory_with_numpy_fails_under_jit():
+    """A NumPy product works eagerly but not on a tracer; the hint says to use jnp."""
+    verdict = exercises.check_sums_through_memory(lambda a, b: np.ones(a.shape[0]) @ (np.asarray(a) * np.asarray(b)))
     assert not verdict and "jnp, not np" in verdict.message
 
 
-def test_column_sums_python_loop_fails():
+# sums_in_one_loop
+
+
+def test_one_loop_ones_fails():
+    """ones @ (a * b) gives the right numbers but writes a * b: the hint says why."""
+    verdict = exercises.check_sums_in_one_loop(through_memory)
+    assert not verdict and "writes a * b to memory" in verdict.message and "vector of ones" in verdict.message
+
+
+def test_one_loop_blocks_fail():
+    """jax 0.10's blocks give the right numbers but make XLA write a * b rearranged."""
+    verdict = exercises.check_sums_in_one_loop(blocks_of_rows)
+    assert not verdict and "blocks of rows" in verdict.message and "rearranged" in verdict.message
+
+
+def test_one_loop_python_loop_fails():
     """Adding the rows in a Python loop is right eagerly, but unrolls under jit; the hint says so."""
 
     def loop(a, b):
@@ -284,47 +297,40 @@ def test_column_sums_python_loop_fails():
             sums = sums + row
         return sums
 
-    verdict = exercises.check_column_sums(through_memory, loop, saved)
+    verdict = exercises.check_sums_in_one_loop(loop)
     assert not verdict and "Python loop" in verdict.message
 
 
-def test_column_sums_wrong_length_of_ones_fails():
-    """A ones vector with one entry per column does not fit the product; the hint gives its length."""
-    verdict = exercises.check_column_sums(lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b), one_loop, saved)
-    assert not verdict and "one entry per row" in verdict.message
+def test_one_loop_sum_of_everything_fails():
+    """jnp.sum(a * b) without an axis is one number; the hint names axis=0."""
+    verdict = exercises.check_sums_in_one_loop(lambda a, b: jnp.sum(a * b))
+    assert not verdict and "one number" in verdict.message and "axis=0" in verdict.message
 
 
-def test_column_sums_saving_written_once_fails():
+# bytes_saved
+
+
+def test_bytes_saved_written_once_fails():
     """Counting the product's write but not its read back: the hint says it crosses memory twice."""
-    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: n * p * itemsize)
+    verdict = exercises.check_bytes_saved(lambda n, p, itemsize: n * p * itemsize)
     assert not verdict and "twice" in verdict.message
 
 
-def test_column_sums_saving_in_entries_fails():
+def test_bytes_saved_in_entries_fails():
     """Entries instead of bytes: the hint names itemsize."""
-    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: 2 * n * p)
+    verdict = exercises.check_bytes_saved(lambda n, p, itemsize: 2 * n * p)
     assert not verdict and "itemsize" in verdict.message
 
 
-def test_column_sums_saving_with_shared_traffic_fails():
+def test_bytes_saved_with_shared_traffic_fails():
     """Counting a and b too: the hint says their reads cancel."""
-    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: 4 * n * p * itemsize)
+    verdict = exercises.check_bytes_saved(lambda n, p, itemsize: 4 * n * p * itemsize)
     assert not verdict and "cancels" in verdict.message
 
 
-def test_column_sums_saving_not_a_number_fails():
-    verdict = exercises.check_column_sums(through_memory, one_loop, lambda n, p, itemsize: (n, p))
+def test_bytes_saved_not_a_number_fails():
+    verdict = exercises.check_bytes_saved(lambda n, p, itemsize: (n, p))
     assert not verdict and "one number of bytes" in verdict.message
-
-
-def test_column_sums_stub_is_not_yet():
-    """The stubs get 'no answer yet'."""
-
-    def stub(*args):
-        raise NotImplementedError
-
-    verdict = exercises.check_column_sums(stub, stub, stub)
-    assert not verdict and "no answer yet" in verdict.message
 
 
 # Wrong answers the first checkers let through ------------------------------------------------------

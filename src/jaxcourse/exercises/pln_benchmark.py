@@ -368,9 +368,15 @@ def _compiled_bytes(sums, shape) -> float:
     return float(compiled.cost_analysis()["bytes accessed"])
 
 
-def _require_saving(bytes_saved, through_memory, one_loop) -> None:
+def _reference_forms():
+    """The chapter's two forms: a product with ones (writes a * b) and the plain reduction."""
+    return (lambda a, b: jnp.ones(a.shape[0], a.dtype) @ (a * b)), (lambda a, b: jnp.sum(a * b, axis=0))
+
+
+def _require_saving(bytes_saved) -> None:
     """`bytes_saved(n, p, itemsize)` within `SAVING_RTOL` of the difference of the bytes the two
-    compiled programs access, at `SAVING_SHAPES`."""
+    compiled forms access, at `SAVING_SHAPES`."""
+    through_memory, one_loop = _reference_forms()
     for n, p in SAVING_SHAPES:
         measured = _compiled_bytes(through_memory, (n, p)) - _compiled_bytes(one_loop, (n, p))
         got = call_answer(bytes_saved, n, p, 4, what="bytes_saved")
@@ -403,16 +409,27 @@ def _require_saving(bytes_saved, through_memory, one_loop) -> None:
         )
 
 
-@exercise_checker("a sum that writes to memory, and one that does not")
-def check_column_sums(sums_through_memory, sums_in_one_loop, bytes_saved):
-    """`sums_through_memory(a, b)` and `sums_in_one_loop(a, b)`: the column sums of `a * b`,
-    eagerly and under jit, the first compiled so that XLA writes `a * b` to memory, the second
-    so that it does not; `bytes_saved(n, p, itemsize)`: the traffic the second saves, checked
-    against the two compiled programs' `cost_analysis`."""
-    for answer, name in ((sums_through_memory, "sums_through_memory"), (sums_in_one_loop, "sums_in_one_loop"), (bytes_saved, "bytes_saved")):
-        require(callable(answer), f"pass the functions themselves: {name} is not callable.")
-    for sums, name in ((sums_through_memory, "sums_through_memory"), (sums_in_one_loop, "sums_in_one_loop")):
-        _require_column_sums_values(sums, name)
+@exercise_checker("column sums that write the product to memory")
+def check_sums_through_memory(sums_through_memory):
+    """`sums_through_memory(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled
+    so that XLA writes `a * b` to memory before it sums."""
+    require(callable(sums_through_memory), "pass the function itself: check_sums_through_memory(sums_through_memory).")
+    _require_column_sums_values(sums_through_memory, "sums_through_memory")
     _require_writes_the_product(sums_through_memory)
+
+
+@exercise_checker("column sums in one loop")
+def check_sums_in_one_loop(sums_in_one_loop):
+    """`sums_in_one_loop(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled so
+    that XLA writes no array as large as `a * b` to memory."""
+    require(callable(sums_in_one_loop), "pass the function itself: check_sums_in_one_loop(sums_in_one_loop).")
+    _require_column_sums_values(sums_in_one_loop, "sums_in_one_loop")
     _require_one_loop(sums_in_one_loop)
-    _require_saving(bytes_saved, sums_through_memory, sums_in_one_loop)
+
+
+@exercise_checker("the bytes a fused sum saves")
+def check_bytes_saved(bytes_saved):
+    """`bytes_saved(n, p, itemsize)`: the memory traffic the fused column sums of `a * b` save
+    over the form that writes `a * b`, checked against the two compiled programs' `cost_analysis`."""
+    require(callable(bytes_saved), "pass the function itself: check_bytes_saved(bytes_saved).")
+    _require_saving(bytes_saved)
