@@ -30,7 +30,7 @@ def layer_trace(tmp_path_factory):
     """A real trace: one compiling call and two cached calls of `layer`, waited for inside."""
     directory = tmp_path_factory.mktemp("trace")
     layer_jit = jax.jit(layer)
-    x, w = jnp.ones((512, 256)), jnp.ones((256, 256)) / 256
+    x, w = jax.block_until_ready((jnp.ones((512, 256)), jnp.ones((256, 256)) / 256))  # not run in the trace
 
     def three_calls():
         return [layer_jit(x, w) for _ in range(3)]
@@ -70,8 +70,8 @@ def test_a_real_trace_has_every_kind_the_chapter_draws(layer_trace):
     kinds = {event.kind for event in events}
     assert {"dispatch", "compile", "run", "thunk"} <= kinds
     assert [e.name for e in profiling.of_kind(events, "dispatch")].count("PjitFunction(layer)") >= 3
-    thunks = profiling.of_kind(events, "thunk")
-    assert thunks and all(event.hlo_module == "jit_layer" for event in thunks)
+    thunks = [event for event in profiling.of_kind(events, "thunk") if event.hlo_module == "jit_layer"]
+    assert thunks and len(thunks) % 3 == 0  # the same thunks at each of the three runs
     assert all(event.start_us >= 0 and event.duration_us >= 0 for event in events)
     assert min(event.start_us for event in events) == 0
     assert events == sorted(events, key=lambda event: event.start_us)

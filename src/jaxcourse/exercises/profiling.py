@@ -322,7 +322,6 @@ def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
         and outer.thread == inner.thread
         and outer.start_us <= inner.start_us
         and inner.end_us <= outer.end_us
-        and (outer.duration_us > inner.duration_us or outer.start_us < inner.start_us)
     )
 
 
