@@ -19,8 +19,8 @@ helpers in milliseconds, so the course keeps every program, whatever its compile
 
 def default_directory() -> Path:
     """`$XDG_CACHE_HOME/jaxcourse/jax-compilation-cache`, or `~/.cache/jaxcourse/...` when
-    `XDG_CACHE_HOME` is not set (the usual place for caches on Linux; on macOS and Windows
-    too, as a folder in your home directory)."""
+    `XDG_CACHE_HOME` is not set: the usual place for caches on Linux, and a plain folder in
+    your home directory on macOS and Windows."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "jaxcourse" / "jax-compilation-cache"
 
