@@ -21,6 +21,8 @@ def test_restarts_on_a_grid_equal_one_device_in_float64(key):
         for ours, theirs in zip(on_grid.variational, many.variational):
             np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-8, atol=1e-10)
         assert on_grid.variational.latent_mean.sharding.spec[:2] == (meshes.MODEL, meshes.DATA)
+        np.testing.assert_array_equal(np.asarray(on_grid.status), np.asarray(many.status))  # one per restart
+        np.testing.assert_array_equal(np.asarray(on_grid.n_steps), np.asarray(many.n_steps))
         starts = level6.random_starts(data, keys)
         single = level5.fit(data, 15, tol=0.0, start=jax.tree.map(lambda a: a[3], starts))  # the last restart
         np.testing.assert_allclose(np.asarray(on_grid.elbo_trace)[3], np.asarray(single.elbo_trace), rtol=1e-11)
