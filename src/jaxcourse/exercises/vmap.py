@@ -15,6 +15,7 @@ from ..checks import (
     close,
     exercise_checker,
     require,
+    require_accepts,
     require_array,
 )
 from ._jaxpr import primitive_names, traced_program
@@ -333,7 +334,9 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
     and under `jax.jit` with `max_norm` traced, for the Poisson and the logistic loss. The
     gradients must come from autodiff of `loss` (a gradient derived by hand for one loss fails on
     the other), batched by vmap: the program does not grow with the number of examples."""
-    for case, loss, args, max_norm in _clipping_cases():
+    cases = _clipping_cases()
+    require_accepts(clipped_mean_grad, poisson_loss, *cases[0][2], cases[0][3], what="clipped_mean_grad")
+    for case, loss, args, max_norm in cases:
         grads = _per_example_grads(loss, *args)
         expected = _clipped_reference(grads, max_norm)
         poisson_expected = _clipped_reference(_per_example_grads(poisson_loss, *args), max_norm)
