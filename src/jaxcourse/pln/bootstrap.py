@@ -20,6 +20,9 @@ from ._data import PLNData, make_data
 from ._model import ModelParams
 from .convergence import DEFAULT_TOL
 from . import level5, level6
+# pyPLNmodels' sandwich reads its private attributes, so it lives in _reference with the other such reads.
+from ._reference import SandwichVariance as SandwichVariance
+from ._reference import pyplnmodels_sandwich as pyplnmodels_sandwich
 
 
 class Bootstrap(NamedTuple):
@@ -129,52 +132,3 @@ def loop_of_fits(
     if not datasets:
         raise ValueError("loop_of_fits needs at least one data set.")
     return np.stack([np.asarray(level5.fit(d, n_iter, optimizer=optimizer, tol=tol).params.coef) for d in datasets])
-
-
-class SandwichVariance(NamedTuple):
-    """pyPLNmodels' sandwich estimate of the variance of B, evaluated at a fit.
-
-    Attributes:
-        as_returned: `(n_covariates, n_species)` what pyPLNmodels 1.0.10's `get_variance_coef`
-            returns: the diagonal of its `(p d, p d)` sandwich, reshaped to `(d, p)`.
-        by_coef: `(n_covariates, n_species)` the same diagonal with each entry put at the
-            coefficient it belongs to: the sandwich is built from `kron(p x p block, d x d block)`,
-            so entry `j * d + k` is species j's covariate k, and the reshape must be `(p, d)`, then
-            transposed.
-    """
-
-    as_returned: np.ndarray
-    by_coef: np.ndarray
-
-
-def pyplnmodels_sandwich(data: PLNData, result: FitResult) -> SandwichVariance:
-    """pyPLNmodels' own variance estimator of B (its `SandwichPln`, Batardiere, Chiquet and
-    Mariadassou's corrected variational sandwich) evaluated at `result`'s M, S and Sigma, without
-    running pyPLNmodels' optimizer.
-
-    Raises:
-        ValueError: the sandwich needs more samples than coefficients (n > d p), as in pyPLNmodels.
-    """
-    import torch
-    from types import SimpleNamespace
-    from pyPLNmodels.calculations.sandwich import SandwichPln
-
-    n_coef = data.n_covariates * data.n_species
-    if n_coef > data.n_samples:
-        raise ValueError(
-            f"the sandwich needs more samples ({data.n_samples}) than coefficients d * p = {n_coef}: fit fewer species."
-        )
-
-    def tensor(array):
-        return torch.as_tensor(np.asarray(array, dtype=np.float64))
-
-    fitted = SimpleNamespace(
-        _endog=tensor(data.counts), _exog=tensor(data.covariates), _offsets=tensor(data.offsets),
-        nb_cov=data.n_covariates, dim=data.n_species, n_samples=data.n_samples,
-        _latent_mean=tensor(result.variational.latent_mean), _latent_sqrt_variance=tensor(result.variational.latent_sqrt_var),
-        _covariance=tensor(result.params.covariance),
-    )
-    sandwich = SandwichPln(fitted)
-    as_returned = sandwich.get_variance_coef().numpy()
-    diagonal = torch.diag(sandwich.get_sandwich()).numpy() / data.n_samples
-    return SandwichVariance(as_returned, diagonal.reshape(data.n_species, data.n_covariates).T)
