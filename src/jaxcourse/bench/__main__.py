@@ -54,6 +54,7 @@ def _pln(args) -> int:
     env = results["environment"]
     print(f"device: {env['device']} ({env['backend']}), jax {env['jax']}, " + ", ".join(f"{k} {v}" for k, v in results["versions"].items() if k != "jax"))
     print("BLAS/LAPACK threads: " + ", ".join(f"{name} {n}" for name, n in results["blas_threads"].items()))
+    print("computed on: " + "; ".join(dict.fromkeys(f"{run['device']}" for run in results["runs"])))
     cached = results.get("first_call_cached_s")
     if cached:
         print(f"plain first call with a persistent cache: {cached['fill_s']:.3g} s filling it, {cached['hit_s']:.3g} s reading it")
