@@ -287,10 +287,13 @@ def test_run_fresh_rejects_bad_requests():
 
 
 def test_methods_table_has_every_method_and_what_it_computes(tiny_results):
-    """One row per method run, with objective, gradient, optimizer, start, stopping rule and
-    device; the reference's stopping rule says when its criterion can first stop it."""
+    """One row per method of the registry, with objective, gradient, optimizer, start, stopping
+    rule and device ("not run" for those not run); the reference's stopping rule says when its
+    criterion can first stop it."""
     table = bench.methods_table(tiny_results)
-    assert list(table.index) == [run["name"] for run in tiny_results["runs"]]
+    assert list(table.index) == bench.method_names()
+    run_names = {run["name"] for run in tiny_results["runs"]}
+    assert [name for name in table.index if table.loc[name, "device"] != "not run"] == [n for n in bench.method_names() if n in run_names]
     assert {"objective", "gradient", "optimizer and step", "start", "stopping rule", "device"} <= set(table.columns)
     assert table.loc["level 1", "gradient"].startswith("autodiff") and "envelope" in table.loc["level 5", "gradient"]
     defaults = bench.pyplnmodels_defaults()

@@ -21,7 +21,7 @@ from ..pln import PLNData, stirling_correction
 from ..environment import environment, versions
 from ._floor import combine_floors, measure_floor
 from ._fresh import run_fresh
-from ._methods import PLAIN_CALL, Method, method_card, select_methods
+from ._methods import METHODS, PLAIN_CALL, Method, method_card, select_methods
 from ._metrics import compute_metrics, reference_run, with_time_to_target
 from ._run import MethodRun, run_method, run_reference
 from ._sizes import SIZES, best_known_elbo, load_size
@@ -39,6 +39,7 @@ def run_pln_benchmark(
     cold_repeat: int = 1,
     cold_methods: list[str] | None = None,
     reference_repeat: int | None = None,
+    reference_cold_repeat: int | None = None,
     first_call_cache: bool = True,
     torch_threads: int | None = None,
 ) -> dict[str, Any]:
@@ -63,6 +64,8 @@ def run_pln_benchmark(
             `cold_methods` is timed (compilation included), and in which the reference runs.
         cold_methods: the JAX methods timed cold (all by default; `[]` for none).
         reference_repeat: warm fits of the reference after its cold one (`repeat` by default).
+        reference_cold_repeat: fresh processes the reference runs in (`cold_repeat` by
+            default, at least 1).
         first_call_cache: also time `PLAIN_CALL`'s first call in two fresh processes that
             share a new persistent compilation cache (the first fills it, the second reads it).
         torch_threads: torch's threads in the reference's processes (by default the cores
@@ -71,8 +74,8 @@ def run_pln_benchmark(
     Returns:
         A JSON-ready dict: `environment`, `versions`, `blas_threads` (per library), sizes,
         `floor`, `target_elbo`, `runs` (one dict per method, with `times_s` and `elbo`
-        lists), `metrics` (`Metrics` as a dict), `methods` (`method_card` and device per
-        method) and `fits` (name -> final (M, S) as NumPy arrays; not JSON, the CLI drops it).
+        lists), `metrics` (`Metrics` as a dict), `methods` (`method_card` and device of
+        every method of `METHODS`, "not run" for those not selected) and `fits` (name -> final (M, S) as NumPy arrays; not JSON, the CLI drops it).
     """
     selected = select_methods(methods)
     if repeat < 1 or n_iter < 1 or cold_repeat < 0:
@@ -83,10 +86,15 @@ def run_pln_benchmark(
     limit = contextlib.nullcontext() if blas_threads is None else limit_blas_threads(blas_threads)
     with limit:
         say(f"floor ({size}: n={data.n_samples}, p={data.n_species})")
-        plan = {"cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat, "torch_threads": torch_threads}
+        plan = {
+            "cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat,
+            "reference_cold_repeat": max(cold_repeat if reference_cold_repeat is None else reference_cold_repeat, 1),
+            "torch_threads": torch_threads,
+        }
         runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say, plan)
         results = _results(size, data, n_iter, repeat, runs, combine_floors(floors))
-        results["methods"] = [{**method_card(m), "device": run.device} for m, run in zip(selected, runs)]
+        devices = {run.name: run.device for run in runs}
+        results["methods"] = [{**method_card(m), "device": devices.get(m.name, "not run")} for m in METHODS]
         results["fits"] = {run.name: run.variational for run in runs}
     if first_call_cache and PLAIN_CALL in {m.name for m in selected}:
         say(f"{PLAIN_CALL}: first calls with a persistent compilation cache")
@@ -126,7 +134,8 @@ def _run_all(selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_
         say(method.name)
         if method.is_reference:  # not JAX: no floor to compare it with
             runs.append(run_reference(
-                method, data, repeat=plan["reference_repeat"], cold_repeat=max(plan["cold_repeat"], 1), torch_threads=plan["torch_threads"],
+                method, data, repeat=plan["reference_repeat"], cold_repeat=plan["reference_cold_repeat"],
+                torch_threads=plan["torch_threads"],
             ))
             continue
         # The machine's speed drifts over a run; P2 compares each fit with the floor measured

@@ -105,8 +105,9 @@ def runs_table(results: dict[str, Any]):
 
 
 def methods_table(results: dict[str, Any]):
-    """A pandas DataFrame: what each method computes, from `results["methods"]`: objective,
-    gradient, optimizer and step, start, stopping rule and the device it ran on."""
+    """A pandas DataFrame: what each method of the registry computes, from `results["methods"]`:
+    objective, gradient, optimizer and step, start, stopping rule and the device it ran on
+    ("not run" for a method the benchmark did not run)."""
     import pandas as pd
 
     return pd.DataFrame(results["methods"]).set_index("method")
