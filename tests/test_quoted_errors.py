@@ -200,6 +200,12 @@ def _monitor_every():
     pln.level5.fit(pln.load_oaks(), 100, monitor_every=7)
 
 
+def _cost_of_a_function_never_compiled():
+    from jaxcourse import roofline
+
+    roofline.cost(jax.jit(lambda x: 2 * x))
+
+
 REPRODUCERS = {
     "Encountered an unexpected tracer": _leaked_tracer,
     "Leaked trace DynamicJaxprTrace": _leak_checked,
@@ -239,6 +245,7 @@ REPRODUCERS = {
     "Sharding passed to jit does not match the sharding on the respective arg": _committed_input_with_another_sharding,
     "... out_specs which require replication which can't be statically inferred": _all_gather_declared_replicated,
     "'Lowered' object has no attribute 'memory_analysis'": lambda: jax.jit(jnp.sin).lower(1.0).memory_analysis(),
+    "cost needs a compiled program": _cost_of_a_function_never_compiled,
 }
 
 QUOTES = quoted_messages()
