@@ -68,3 +68,15 @@ def test_a_start_that_is_not_finite_is_an_error(small):
     overflowing = start._replace(latent_mean=start.latent_mean + 200.0)  # exp(O + M) overflows float32
     with pytest.raises(FloatingPointError, match="not finite at the starting point"):
         level5.fit(small, 5, tol=0.0, start=overflowing)
+
+
+def test_restarts_on_a_grid_report_divergence_too():
+    from jaxcourse import mesh as meshes
+    from jaxcourse.pln import mesh_fit
+
+    data = pln.simulate(24, 5, key=jax.random.key(4), n_covariates=2).data
+    keys = jax.random.split(jax.random.key(0), 2)
+    with pytest.warns(FitDivergedWarning, match="of 2 fits diverged"):
+        results = mesh_fit.fit_restarts(data, 8, keys=keys, mesh=meshes.grid_mesh(2, 2), optimizer=DIVERGING["level 5"], tol=0.0)
+    assert all_finite(results)
+    assert {level6.fit_at(results, i).status_name for i in range(2)} == {"diverged"}

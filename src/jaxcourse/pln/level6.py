@@ -134,8 +134,14 @@ def _fit_many_compiled(problem, starts, tol, step_limits, *, n_iter, optimizer, 
 
 
 def fit_at(results: FitResult, index: int) -> FitResult:
-    """The `index`-th fit of `fit_many`'s results, as one level's `FitResult`."""
-    return jax.tree.map(lambda leaf: leaf[index], results)
+    """The `index`-th fit of `fit_many`'s results, as one level's `FitResult` (gathered onto the
+    default device, so that results split over a mesh's axes work too)."""
+    return jax.tree.map(lambda leaf: jnp.asarray(np.asarray(leaf)[index]), results)
+
+
+def gathered(results: FitResult) -> FitResult:
+    """`results` with every array gathered onto the default device."""
+    return jax.tree.map(lambda leaf: jnp.asarray(np.asarray(leaf)), results)
 
 
 def report_divergences(results: FitResult, replay) -> FitResult:
@@ -145,6 +151,7 @@ def report_divergences(results: FitResult, replay) -> FitResult:
     statuses = np.asarray(results.status)
     if not (statuses == DIVERGED).any():
         return results
+    results = gathered(results)
     n_fits, n_iter = results.elbo_trace.shape
     last = np.full(n_fits, n_iter, dtype=np.int32)
     diverged = np.flatnonzero(statuses == DIVERGED)
@@ -153,7 +160,7 @@ def report_divergences(results: FitResult, replay) -> FitResult:
         if bad_step == 0:
             raise FloatingPointError(f"fit {index}: the ELBO is not finite at its starting point.")
         last[index] = bad_step - 1
-    kept = replay(jnp.asarray(last))
+    kept = gathered(replay(jnp.asarray(last)))
     steps = jnp.arange(n_iter)[None, :]
     last_elbo = jnp.take_along_axis(results.elbo_trace, jnp.minimum(jnp.asarray(last), n_iter - 1)[:, None], axis=1)
     is_diverged = jnp.asarray(statuses == DIVERGED)[:, None]

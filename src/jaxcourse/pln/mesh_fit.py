@@ -22,36 +22,37 @@ from ..parallel import check_even_split
 from ._algorithm import FitResult, check_fit_arguments
 from ._data import PLNData
 from .convergence import DEFAULT_TOL, check_tol, run_loop
-from .level5 import RPROP
-from .level6 import random_starts
-from .profiled import prepare, problem_layout
+from .level5 import RPROP, prepare_checked
+from .level6 import fit_at, random_starts, report_divergences
+from .profiled import problem_layout
+from .separation import push_to_limit
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "mesh"))
-def _fit_on_grid(problem, starts, tol, *, n_iter, optimizer, mesh) -> FitResult:
+def _fit_on_grid(problem, starts, tol, step_limits, *, n_iter, optimizer, mesh) -> FitResult:
     samples = P(DATA)
     restarts_and_samples = P(MODEL, DATA)
 
     @partial(
         jax.shard_map,
         mesh=mesh,
-        in_specs=(problem_layout(samples, P()), restarts_and_samples, P()),
+        in_specs=(problem_layout(samples, P()), restarts_and_samples, P(), P(MODEL)),
         out_specs=FitResult(P(MODEL), restarts_and_samples, P(MODEL), P(MODEL), P(MODEL)),
         # run_loop starts its carry from constants, which vary over no axis, while the body's
         # values vary over "model" (each device has its own restarts); the varying-axes check
         # would refuse that loop, and nothing here is differentiated, so it is turned off.
         check_vma=False,
     )
-    def on_each_device(problem_block, starts_block, tol):
-        def one_fit(start):
+    def on_each_device(problem_block, starts_block, tol, step_limits_block):
+        def one_fit(start, step_limit):
             return run_loop(
                 problem_block, start, tol, n_iter=n_iter, optimizer=optimizer,
-                reduce=lambda tree: jax.lax.psum(tree, DATA),
+                reduce=lambda tree: jax.lax.psum(tree, DATA), step_limit=step_limit,
             )
 
-        return jax.vmap(one_fit)(starts_block)
+        return jax.vmap(one_fit)(starts_block, step_limits_block)
 
-    return on_each_device(problem, starts, tol)
+    return on_each_device(problem, starts, tol, step_limits)
 
 
 def fit_restarts(
@@ -68,15 +69,19 @@ def fit_restarts(
     from each of `random_starts(data, keys, scale=scale)`, the samples split over "data" and
     the restarts over "model".
 
+    Quasi-separation and divergence are handled as in `level6.fit_many` (one warning each;
+    a diverged restart keeps its last finite iterate).
+
     Returns:
         A `FitResult` whose arrays have a leading axis, one entry per restart; M and S come back
-        split over both axes, the rest split over "model".
+        split over both axes, the rest split over "model" (a restart that diverged comes back
+        gathered on one device, as the replay returns it).
 
     Raises:
         ValueError: the samples do not split evenly over "data", or the restarts over "model".
     """
     check_tol(tol)
-    check_fit_arguments(data, n_iter)
+    check_fit_arguments(data, n_iter, warn_on_separation=False)
     check_even_split(data.n_samples, mesh, DATA)
     if len(keys) % mesh.shape[MODEL]:
         raise ValueError(
@@ -84,7 +89,18 @@ def fit_restarts(
             "use a number of keys that is a multiple of it."
         )
     samples, replicated = NamedSharding(mesh, P(DATA)), NamedSharding(mesh, P())
-    problem = jax.device_put(prepare(data), problem_layout(samples, replicated))
+    problem, held = prepare_checked(data, True, stacklevel=3)
+    problem = jax.device_put(problem, problem_layout(samples, replicated))
     starts = jax.device_put(random_starts(data, keys, scale=scale), NamedSharding(mesh, P(MODEL, DATA)))
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
-    return _fit_on_grid(problem, starts, tol, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
+    by_restart = NamedSharding(mesh, P(MODEL))
+
+    def run(step_limits):
+        step_limits = jax.device_put(jnp.asarray(step_limits, jnp.int32), by_restart)
+        return _fit_on_grid(problem, starts, tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
+
+    results = report_divergences(run(jnp.full((len(keys),), n_iter, jnp.int32)), run)
+    if not held.any:
+        return results
+    fits = [push_to_limit(fit_at(results, i), data.offsets, held) for i in range(len(keys))]
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
