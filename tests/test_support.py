@@ -117,3 +117,14 @@ def test_count_compilations_sees_a_new_shape_but_not_a_cache_hit():
         cube(eleven)
     assert (hit.traces, hit.compiles) == (0, 0)
     assert miss.traces == 1 and miss.compiles == 1
+
+
+def test_require_array_accepts_bfloat16_as_numeric():
+    """A bfloat16 result of the right shape passes the structural check (NumPy sees its dtype as
+    kind 'V'); it comes back as float32 for the checker's comparisons."""
+    import jax.numpy as jnp
+
+    from jaxcourse.checks import require_array
+
+    array = require_array(jnp.ones((2, 3), jnp.bfloat16), (2, 3))
+    assert str(array.dtype) == "float32" and array.shape == (2, 3)

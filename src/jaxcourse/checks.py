@@ -145,10 +145,12 @@ def require_array(value, shape: tuple, what: str = "your function's result", exp
         array = np.asarray(value)
     except Exception:  # a value NumPy cannot read: say what it was
         array = np.asarray(None)
-    require(
-        array.dtype.kind in "biufc",
-        f"{what} should be {wanted}, got {describe(value)}, which is not numeric.",
-    )
+    import jax
+
+    numeric = array.dtype.kind in "biufc" or (array.dtype.kind == "V" and jax.dtypes.issubdtype(array.dtype, np.floating))
+    require(numeric, f"{what} should be {wanted}, got {describe(value)}, which is not numeric.")
+    if array.dtype.kind == "V":  # bfloat16 and JAX's other float types, which NumPy does not compute with
+        array = array.astype(np.float32)
     require(array.shape == tuple(shape), f"{what} should be {wanted}, got {describe(array)}.")
     return array
 
