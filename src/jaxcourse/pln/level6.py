@@ -238,9 +238,16 @@ def fit_many(
     n_fits = jax.tree.leaves(starts)[0].shape[0]
     results = report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
     if helds is None:  # restarts on one data set
-        fits = [push_to_limit(fit_at(results, i), data.offsets, held) for i in range(n_fits)]
-    else:
-        fits = [push_to_limit(fit_at(results, i), d.offsets, h) for i, (d, h) in enumerate(zip(datasets, helds))]
+        return push_each_to_limit(results, [data.offsets] * n_fits, [held] * n_fits)
+    return push_each_to_limit(results, [d.offsets for d in datasets], helds)
+
+
+def push_each_to_limit(results: FitResult, offsets: list, helds: list) -> FitResult:
+    """`separation.push_to_limit` for each fit of a batch (fit i with `offsets[i]` and
+    `helds[i]`); the results as they are when no fit held any rate at 0."""
+    if not any(held.any for held in helds):
+        return results
+    fits = [push_to_limit(fit_at(results, i), o, h) for i, (o, h) in enumerate(zip(offsets, helds))]
     return jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
 
 

@@ -23,9 +23,8 @@ from ._algorithm import FitResult, check_fit_arguments
 from ._data import PLNData
 from .convergence import DEFAULT_TOL, check_tol, run_loop
 from .level5 import RPROP, prepare_checked
-from .level6 import fit_at, random_starts, report_divergences
+from .level6 import push_each_to_limit, random_starts, report_divergences
 from .profiled import problem_layout
-from .separation import push_to_limit
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "mesh"))
@@ -100,7 +99,4 @@ def fit_restarts(
         return _fit_on_grid(problem, starts, tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
 
     results = report_divergences(run(jnp.full((len(keys),), n_iter, jnp.int32)), run)
-    if not held.any:
-        return results
-    fits = [push_to_limit(fit_at(results, i), data.offsets, held) for i in range(len(keys))]
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
+    return push_each_to_limit(results, [data.offsets] * len(keys), [held] * len(keys))
