@@ -2,7 +2,6 @@
 
 import jax
 
-
 # Must happen before any JAX operation; the sharding tests need several devices, and a
 # single-device computation is unaffected (it runs on device 0).
 jax.config.update("jax_num_cpu_devices", 4)

@@ -40,7 +40,14 @@ def imported_modules(path: pathlib.Path) -> set[str]:
 
 
 def layer(name: str) -> int:
-    return max((rank for prefix, rank in LAYERS.items() if name == prefix or name.startswith(prefix + ".")), default=0)
+    return max(
+        (
+            rank
+            for prefix, rank in LAYERS.items()
+            if name == prefix or name.startswith(prefix + ".")
+        ),
+        default=0,
+    )
 
 
 MODULES = sorted(SOURCE.rglob("*.py"))
@@ -56,11 +63,16 @@ def test_no_module_imports_a_higher_layer_or_the_build_tools(path):
     for imported in imported_modules(path):
         assert not imported.startswith("tools"), f"{name} imports the build tooling ({imported})"
         if imported.startswith("jaxcourse"):
-            assert layer(imported) <= layer(name), f"{name} (layer {layer(name)}) imports {imported} (layer {layer(imported)})"
+            assert layer(imported) <= layer(name), (
+                f"{name} (layer {layer(name)}) imports {imported} (layer {layer(imported)})"
+            )
 
 
 def test_learner_package_does_not_depend_on_build_libraries():
     """jupytext, nbformat and yaml are the tools' business; chapters never need them."""
     for path in MODULES:
         for imported in imported_modules(path):
-            assert imported.split(".")[0] not in {"jupytext", "nbformat", "yaml", "nbconvert"}, (module_name(path), imported)
+            assert imported.split(".")[0] not in {"jupytext", "nbformat", "yaml", "nbconvert"}, (
+                module_name(path),
+                imported,
+            )

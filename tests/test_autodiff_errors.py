@@ -24,13 +24,18 @@ def evaluate_forward(problem, variational):
 
 def test_grad_of_a_non_scalar_output():
     """Cell 'jax.grad(jnp.sin)(jnp.arange(3.0))'."""
-    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions. Output had shape: \(3,\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"Gradient only defined for scalar-output functions. Output had shape: \(3,\)",
+    ):
         jax.grad(jnp.sin)(jnp.arange(3.0))
 
 
 def test_grad_with_respect_to_an_integer():
     """Cell 'jax.grad(cubic)(3)'."""
-    with pytest.raises(TypeError, match="grad requires real- or complex-valued inputs .* but got int32"):
+    with pytest.raises(
+        TypeError, match="grad requires real- or complex-valued inputs .* but got int32"
+    ):
         jax.grad(lambda x: x**3 - 2.0 * x)(3)
 
 
@@ -42,8 +47,12 @@ def test_custom_vjp_backward_without_the_data_cotangent(problem_and_start):
     def elbo_missing_cotangent(problem, variational):
         return profiled.evaluate(problem, variational).elbo
 
-    elbo_missing_cotangent.defvjp(evaluate_forward, lambda grad, ct: (jax.tree.map(lambda g: ct * g, grad),))
-    with pytest.raises(TypeError, match="Custom VJP bwd rule must produce an output with the same container"):
+    elbo_missing_cotangent.defvjp(
+        evaluate_forward, lambda grad, ct: (jax.tree.map(lambda g: ct * g, grad),)
+    )
+    with pytest.raises(
+        TypeError, match="Custom VJP bwd rule must produce an output with the same container"
+    ):
         jax.jit(jax.grad(elbo_missing_cotangent, argnums=1))(problem, start)
 
 
@@ -55,18 +64,25 @@ def test_nondiff_argnums_with_an_array_fails_under_jit_only(problem_and_start):
     def elbo_nondiff_data(problem, variational):
         return profiled.evaluate(problem, variational).elbo
 
-    elbo_nondiff_data.defvjp(evaluate_forward, lambda problem, grad, ct: (jax.tree.map(lambda g: ct * g, grad),))
+    elbo_nondiff_data.defvjp(
+        evaluate_forward, lambda problem, grad, ct: (jax.tree.map(lambda g: ct * g, grad),)
+    )
     eager = jax.grad(elbo_nondiff_data, argnums=1)(problem, start)
     expected = jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1)(problem, start)
     assert custom_gradient.relative_error(eager, expected) <= 1e-6
-    with pytest.raises(jax.errors.UnexpectedTracerError, match="Tracers cannot be passed as non-differentiable arguments"):
+    with pytest.raises(
+        jax.errors.UnexpectedTracerError,
+        match="Tracers cannot be passed as non-differentiable arguments",
+    ):
         jax.jit(jax.grad(elbo_nondiff_data, argnums=1))(problem, start)
 
 
 def test_custom_vjp_has_no_forward_mode(problem_and_start):
     """Cell 'jax.jvp(lambda v: custom_gradient.profiled_elbo_custom_vjp(...))'."""
     problem, start = problem_and_start
-    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function"):
+    with pytest.raises(
+        TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function"
+    ):
         jax.jvp(lambda v: custom_gradient.profiled_elbo_custom_vjp(problem, v), (start,), (start,))
 
 
@@ -77,14 +93,19 @@ def test_check_grads_catches_a_wrong_backward_rule():
     def softplus_wrong_rule(x):
         return jnp.logaddexp(x, 0.0)
 
-    softplus_wrong_rule.defvjp(lambda x: (softplus_wrong_rule(x), x), lambda x, ct: (ct * jax.nn.sigmoid(-x),))
+    softplus_wrong_rule.defvjp(
+        lambda x: (softplus_wrong_rule(x), x), lambda x, ct: (ct * jax.nn.sigmoid(-x),)
+    )
     with pytest.raises(AssertionError, match="VJP cotangent projection"):
         check_grads(softplus_wrong_rule, (1.5,), order=1, modes=("rev",))
 
 
 def test_grad_of_a_complex_output():
     """Cell 'jax.grad(lambda z: z**2)(z0)'."""
-    with pytest.raises(TypeError, match="grad requires real-valued outputs .* For holomorphic differentiation, pass holomorphic=True"):
+    with pytest.raises(
+        TypeError,
+        match="grad requires real-valued outputs .* For holomorphic differentiation, pass holomorphic=True",
+    ):
         jax.grad(lambda z: z**2)(1.0 + 2.0j)
 
 
@@ -110,7 +131,9 @@ def test_softplus_where_has_a_nan_gradient_that_custom_jvp_removes():
     assert np.isnan(jax.grad(softplus_where)(100.0))
 
     softplus = jax.custom_jvp(softplus_where)
-    softplus.defjvp(lambda primals, tangents: (softplus(primals[0]), jax.nn.sigmoid(primals[0]) * tangents[0]))
+    softplus.defjvp(
+        lambda primals, tangents: (softplus(primals[0]), jax.nn.sigmoid(primals[0]) * tangents[0])
+    )
     assert float(jax.jit(jax.grad(softplus))(100.0)) == 1.0
 
 
@@ -195,7 +218,9 @@ def test_optax_does_not_conjugate_complex_gradients():
         return float(jnp.abs(z) ** 2)
 
     assert five_steps(conjugate=False) == pytest.approx(24.874, rel=1e-3)  # from 5.0: it climbs
-    assert five_steps(conjugate=True) == pytest.approx(5.0 * 0.64**5, rel=1e-4)  # |z|^2 shrinks by 0.64 a step
+    assert five_steps(conjugate=True) == pytest.approx(
+        5.0 * 0.64**5, rel=1e-4
+    )  # |z|^2 shrinks by 0.64 a step
 
 
 def test_gradients_at_kinks():
@@ -220,7 +245,9 @@ def test_linearize_keeps_only_the_linear_part_and_vmaps():
     jacobian = jax.jacrev(f)(x)
     v, u = jnp.ones((4, 5)), jnp.ones((2, 3))
     np.testing.assert_allclose(jax.vmap(jax.linearize(f, x)[1])(v), v @ jacobian.T, atol=1e-5)
-    np.testing.assert_allclose(jax.vmap(lambda c: jax.vjp(f, x)[1](c)[0])(u), u @ jacobian, atol=1e-5)
+    np.testing.assert_allclose(
+        jax.vmap(lambda c: jax.vjp(f, x)[1](c)[0])(u), u @ jacobian, atol=1e-5
+    )
     assert float(jax.linear_transpose(sin_jvp, 1.0)(1.0)[0]) == pytest.approx(float(jnp.cos(1.0)))
 
 
@@ -247,16 +274,24 @@ def test_custom_root_differentiates_a_while_loop_solver_implicitly():
 
         return jax.lax.while_loop(lambda c: jnp.abs(c[1]) > 1e-6, step, (x0, jnp.inf))[0]
 
-    implicit_sqrt = lambda a: jax.lax.custom_root(lambda x: x**2 - a, a, newton, lambda g, y: y / g(1.0))
+    implicit_sqrt = lambda a: jax.lax.custom_root(
+        lambda x: x**2 - a, a, newton, lambda g, y: y / g(1.0)
+    )
     a = jnp.array([2.0, 9.0, 0.25])
-    np.testing.assert_allclose(jax.jit(jax.vmap(jax.grad(implicit_sqrt)))(a), 0.5 / jnp.sqrt(a), rtol=1e-6)
-    with pytest.raises(ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"):
+    np.testing.assert_allclose(
+        jax.jit(jax.vmap(jax.grad(implicit_sqrt)))(a), 0.5 / jnp.sqrt(a), rtol=1e-6
+    )
+    with pytest.raises(
+        ValueError, match="Reverse-mode differentiation does not work for lax.while_loop"
+    ):
         jax.grad(lambda a: newton(lambda x: x**2 - a, a))(2.0)
 
 
 def test_allow_int_gives_float0_gradients():
     """Section sec-autodiff-integers."""
-    grads = jax.grad(lambda p: p["weight"] * p["count"], allow_int=True)({"weight": 2.0, "count": 3})
+    grads = jax.grad(lambda p: p["weight"] * p["count"], allow_int=True)(
+        {"weight": 2.0, "count": 3}
+    )
     assert grads["count"].dtype == jax.dtypes.float0 and grads["count"].shape == ()
     assert float(grads["weight"]) == 3.0
     assert jax.vjp(lambda w, n: w * n, 2.0, 3)[1](1.0)[1].dtype == jax.dtypes.float0

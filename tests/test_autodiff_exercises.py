@@ -5,14 +5,21 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxcourse.exercises.autodiff import check_exprel, check_hvp, check_jacobian_rows, check_loss_and_grad
+from jaxcourse.exercises.autodiff import (
+    check_exprel,
+    check_hvp,
+    check_jacobian_rows,
+    check_loss_and_grad,
+)
 
 
 def stub(*args, **kwargs):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("checker", [check_loss_and_grad, check_hvp, check_exprel, check_jacobian_rows])
+@pytest.mark.parametrize(
+    "checker", [check_loss_and_grad, check_hvp, check_exprel, check_jacobian_rows]
+)
 def test_stub_is_not_yet(checker):
     verdict = checker(stub)
     assert not verdict
@@ -58,10 +65,25 @@ def summed(predict, params, x, y):
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda predict, p, x, y: jax.value_and_grad(mean_squared_error, argnums=1)(predict, p, x, y), "scalar-output"),
+        (
+            lambda predict, p, x, y: jax.value_and_grad(mean_squared_error, argnums=1)(
+                predict, p, x, y
+            ),
+            "scalar-output",
+        ),
         (without_aux, "predict ran 2 times"),
-        (lambda predict, p, x, y: jax.value_and_grad(mean_squared_error, argnums=2, has_aux=True)(predict, p, x, y), "with respect to params, not x"),
-        (lambda predict, p, x, y: jax.grad(mean_squared_error, argnums=1, has_aux=True)(predict, p, x, y), "the pair (loss, predictions)"),
+        (
+            lambda predict, p, x, y: jax.value_and_grad(
+                mean_squared_error, argnums=2, has_aux=True
+            )(predict, p, x, y),
+            "with respect to params, not x",
+        ),
+        (
+            lambda predict, p, x, y: jax.grad(mean_squared_error, argnums=1, has_aux=True)(
+                predict, p, x, y
+            ),
+            "the pair (loss, predictions)",
+        ),
         (summed, "the exercise asks for their mean"),
     ],
     ids=["no-has-aux", "predict-twice", "grad-wrt-x", "grad-not-value-and-grad", "sum-not-mean"],
@@ -211,9 +233,19 @@ def tuple_not_unpacked(f, x, cotangents):
         (loop_of_vjps, "f ran 3 times for 3 cotangent(s)"),
         (loop_over_backward, "a Python loop over the rows is unrolled"),
         (tuple_not_unpacked, "the backward function of jax.vjp returns one cotangent per argument"),
-        (lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u).T, "one row per cotangent"),
+        (
+            lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u).T,
+            "one row per cotangent",
+        ),
     ],
-    ids=["jacrev-then-matmul", "jacfwd-then-matmul", "vjp-per-row", "loop-over-backward", "tuple", "transposed"],
+    ids=[
+        "jacrev-then-matmul",
+        "jacfwd-then-matmul",
+        "vjp-per-row",
+        "loop-over-backward",
+        "tuple",
+        "transposed",
+    ],
 )
 def test_jacobian_rows_wrong_answers_fail(wrong, hint):
     assert_fails_with(check_jacobian_rows, wrong, hint)

@@ -19,8 +19,13 @@ from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, PYPLNMODELS_MAXITER
 @pytest.fixture(scope="module")
 def tiny_results():
     return bench.run_pln_benchmark(
-        "tiny", n_iter=8, repeat=2, methods=["level 1", "level 5", "level 6", "pyPLNmodels"],
-        cold_methods=["level 5"], reference_repeat=1, torch_threads=1,
+        "tiny",
+        n_iter=8,
+        repeat=2,
+        methods=["level 1", "level 5", "level 6", "pyPLNmodels"],
+        cold_methods=["level 5"],
+        reference_repeat=1,
+        torch_threads=1,
     )
 
 
@@ -42,7 +47,9 @@ def test_exactly_one_reference_and_it_is_pyplnmodels():
     assert f"maxiter={PYPLNMODELS_MAXITER}" in reference.description
 
 
-@pytest.mark.parametrize("method", [m for m in bench.METHODS if not m.is_reference], ids=lambda m: m.name)
+@pytest.mark.parametrize(
+    "method", [m for m in bench.METHODS if not m.is_reference], ids=lambda m: m.name
+)
 def test_every_level_is_described_by_its_own_optimizer(method):
     """A level's description is the call it makes, with the optimizer as `optim.describe`
     reads it from the object: recorded settings, never a hand-typed string."""
@@ -54,8 +61,13 @@ def test_every_level_is_described_by_its_own_optimizer(method):
 
 def test_a_description_follows_the_settings_it_describes():
     """Change a setting, and the description changes with it."""
-    method = bench.Method("trial", level5.fit, {"optimizer": optim.rprop(0.3, step_sizes=(1e-9, 7.0)), "tol": 0.0})
-    assert "optim.rprop(learning_rate=0.3, etas=(0.5, 1.2), step_sizes=(1e-09, 7.0))" in method.description
+    method = bench.Method(
+        "trial", level5.fit, {"optimizer": optim.rprop(0.3, step_sizes=(1e-9, 7.0)), "tol": 0.0}
+    )
+    assert (
+        "optim.rprop(learning_rate=0.3, etas=(0.5, 1.2), step_sizes=(1e-09, 7.0))"
+        in method.description
+    )
     assert "tol=0.0" in method.description and "monitor_every=" in method.description
 
 
@@ -87,7 +99,9 @@ def test_unknown_method_and_size_are_rejected():
 def test_sizes_use_the_case_study_constants():
     """oaks x 100 is `OAKS100_COPIES` copies, and its best known ELBO is oaks' times that."""
     assert bench.best_known_elbo("oaks") == BEST_KNOWN_ELBO_OAKS
-    assert bench.best_known_elbo("oaks100") == pytest.approx(BEST_KNOWN_ELBO_OAKS * bench.SIZES["oaks100"])
+    assert bench.best_known_elbo("oaks100") == pytest.approx(
+        BEST_KNOWN_ELBO_OAKS * bench.SIZES["oaks100"]
+    )
     assert bench.best_known_elbo("tiny") is None
 
 
@@ -109,16 +123,29 @@ def _run(name, per_iteration_s, time_to_target_s, *, is_reference=False, final_e
     times = per_iteration_s * np.arange(1, 4)
     elbo = np.zeros(3) if elbo is None else np.asarray(elbo, dtype=float)
     return bench.MethodRun(
-        name=name, description="", n_iter=3, n_steps=3, compile_s=0.0, run_s=float(times[-1]),
-        per_iteration_s=per_iteration_s, times_s=times, elbo=elbo, final_elbo=final_elbo,
-        time_to_target_s=time_to_target_s, is_reference=is_reference,
+        name=name,
+        description="",
+        n_iter=3,
+        n_steps=3,
+        compile_s=0.0,
+        run_s=float(times[-1]),
+        per_iteration_s=per_iteration_s,
+        times_s=times,
+        elbo=elbo,
+        final_elbo=final_elbo,
+        time_to_target_s=time_to_target_s,
+        is_reference=is_reference,
     )
 
 
 def test_p1_p2_judge_the_fastest_level_not_the_cheapest_iteration():
     """P1 and P2 are those of the level that reaches the target first; the cheapest iteration
     is reported apart. The reference is found by its flag, whatever its name."""
-    runs = [_run("quick steps", 0.001, 0.5), _run("few steps", 0.004, 0.1), _run("torch", 0.01, 2.0, is_reference=True)]
+    runs = [
+        _run("quick steps", 0.001, 0.5),
+        _run("few steps", 0.004, 0.1),
+        _run("torch", 0.01, 2.0, is_reference=True),
+    ]
     metrics = bench.compute_metrics(runs, 0.002)
     assert metrics.fastest == metrics.P2_level == "few steps"
     assert metrics.P1 == pytest.approx(0.05)
@@ -129,27 +156,40 @@ def test_p1_p2_judge_the_fastest_level_not_the_cheapest_iteration():
 def test_p2_uses_the_floor_measured_around_the_judged_fit():
     """When a run carries the floor measured around it, P2 divides by that one, not by the
     run-wide floor: both sides of the ratio then see the machine in the same state."""
-    runs = [_run("few steps", 0.004, 0.1)._replace(floor_s=0.0025), _run("torch", 0.01, 2.0, is_reference=True)]
+    runs = [
+        _run("few steps", 0.004, 0.1)._replace(floor_s=0.0025),
+        _run("torch", 0.01, 2.0, is_reference=True),
+    ]
     assert bench.compute_metrics(runs, 0.002).P2 == pytest.approx(1.6)
 
 
 def test_p3_and_the_final_elbo_check_are_numbers():
     """P3 compares the first times within 0.5 nats of the best known ELBO; the final-ELBO check
     compares the float64 final ELBOs. All are plain numbers, with no goal attached."""
-    ours = _run("ours", 0.1, 0.1, elbo=[-12.0, -10.4, -10.0], final_elbo=-10.0)  # within 0.5 at 0.2 s
-    theirs = _run("theirs", 0.2, 0.6, elbo=[-13.0, -11.0, -10.2], final_elbo=-10.2, is_reference=True)  # at 0.6 s
+    ours = _run(
+        "ours", 0.1, 0.1, elbo=[-12.0, -10.4, -10.0], final_elbo=-10.0
+    )  # within 0.5 at 0.2 s
+    theirs = _run(
+        "theirs", 0.2, 0.6, elbo=[-13.0, -11.0, -10.2], final_elbo=-10.2, is_reference=True
+    )  # at 0.6 s
     metrics = bench.compute_metrics([ours, theirs], 0.05, best_known_elbo=-10.0)
     assert metrics.P3 == pytest.approx(0.2 / 0.6)
     assert (metrics.final_elbo_fastest, metrics.final_elbo_reference) == (-10.0, -10.2)
     assert metrics.fastest_final_at_least_reference is True
     assert bench.compute_metrics([ours, theirs], 0.05).P3 is None  # no best known ELBO, no P3
-    assert all(not isinstance(value, str) for key, value in metrics._asdict().items() if key[0] == "P" and "level" not in key)
+    assert all(
+        not isinstance(value, str)
+        for key, value in metrics._asdict().items()
+        if key[0] == "P" and "level" not in key
+    )
 
 
 def test_without_a_reference_only_p2_is_defined():
     """No reference run: no target, no P1, P3 or final-ELBO check; P2 judges the cheapest level."""
     metrics = bench.compute_metrics([_run("a", 0.003, None), _run("b", 0.001, None)], 0.001)
-    assert (metrics.fastest, metrics.P1, metrics.P3, metrics.fastest_final_at_least_reference) == (None,) * 4
+    assert (metrics.fastest, metrics.P1, metrics.P3, metrics.fastest_final_at_least_reference) == (
+        None,
+    ) * 4
     assert (metrics.P2_level, metrics.P2) == ("b", pytest.approx(1.0))
 
 
@@ -181,7 +221,9 @@ def test_harness_returns_every_requested_run(tiny_results):
         assert np.all(np.isfinite(run["elbo"]))
         assert math.isfinite(run["final_elbo"])
         assert run["per_iteration_s"] > 0
-        assert run["final_elbo_stirling"] == pytest.approx(run["final_elbo"] + tiny_results["stirling_correction"])
+        assert run["final_elbo_stirling"] == pytest.approx(
+            run["final_elbo"] + tiny_results["stirling_correction"]
+        )
     assert [run["is_reference"] for run in tiny_results["runs"]] == [False, False, False, True]
     assert "Rprop" in tiny_results["runs"][-1]["description"]
 
@@ -194,9 +236,13 @@ def test_harness_records_floor_environment_and_metrics(tiny_results):
     assert tiny_results["target_elbo"] == pytest.approx(tiny_results["runs"][-1]["final_elbo"])
     assert set(tiny_results["metrics"]) == set(bench.Metrics._fields)
     assert tiny_results["metrics"]["P3"] is None  # P3 is defined on oaks only
-    json.dumps({key: value for key, value in tiny_results.items() if key != "fits"})  # JSON-ready but the arrays
+    json.dumps(
+        {key: value for key, value in tiny_results.items() if key != "fits"}
+    )  # JSON-ready but the arrays
     for variational in tiny_results["fits"].values():
-        assert [np.shape(a) for a in variational] == [(tiny_results["n_samples"], tiny_results["n_species"])] * 2
+        assert [np.shape(a) for a in variational] == [
+            (tiny_results["n_samples"], tiny_results["n_species"])
+        ] * 2
 
 
 def test_every_level_run_records_its_adjacent_floor(tiny_results):
@@ -212,7 +258,11 @@ def test_sparsely_monitored_run_keeps_only_computed_elbos():
     """A fit that computes its ELBO every 5 iterations (`monitor_every=5`) gives a curve with a
     point at each of those, all finite, at the times they were reached."""
     every, n_iter = 5, 22
-    method = bench.Method("sparse", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM, "tol": 0.0, "monitor_every": every})
+    method = bench.Method(
+        "sparse",
+        level5.fit,
+        {"optimizer": level5.NEWTON_MOMENTUM, "tol": 0.0, "monitor_every": every},
+    )
     run = bench.run_method(method, bench.load_size("tiny"), n_iter)
     monitored = np.arange(0, run.n_steps, every)
     assert run.n_steps == n_iter and len(run.elbo) == len(monitored)
@@ -232,10 +282,25 @@ def test_compile_time_is_measured_even_after_an_earlier_compilation():
 def test_cli_writes_valid_json_and_csv(tmp_path, capsys):
     """`python -m jaxcourse.bench pln --size tiny ...` writes JSON and CSV and prints a summary."""
     out = tmp_path / "results.json"
-    code = main([
-        "pln", "--size", "tiny", "--repeat", "1", "--n-iter", "5", "--methods", "level 2,level 5,pyPLNmodels",
-        "--cold-repeat", "0", "--reference-repeat", "1", "--out", str(out),
-    ])
+    code = main(
+        [
+            "pln",
+            "--size",
+            "tiny",
+            "--repeat",
+            "1",
+            "--n-iter",
+            "5",
+            "--methods",
+            "level 2,level 5,pyPLNmodels",
+            "--cold-repeat",
+            "0",
+            "--reference-repeat",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     assert code == 0
     results = json.loads(out.read_text())
     assert [run["name"] for run in results["runs"]] == ["level 2", "level 5", "pyPLNmodels"]
@@ -259,7 +324,10 @@ def test_cold_runs_come_from_fresh_processes_and_warm_repeats_give_a_spread(tiny
     assert len(runs["pyPLNmodels"]["cold_s"]) == len(runs["pyPLNmodels"]["warm_s"]) == 1
     assert runs["pyPLNmodels"]["run_s"] == pytest.approx(np.median(runs["pyPLNmodels"]["warm_s"]))
     table = bench.runs_table(tiny_results)
-    assert "[" in table.loc["level 1", "warm fit (s)"] and "(once)" in table.loc["level 5", "cold fit (s)"]
+    assert (
+        "[" in table.loc["level 1", "warm fit (s)"]
+        and "(once)" in table.loc["level 5", "cold fit (s)"]
+    )
     assert table.loc["pyPLNmodels", "gap to reference (nats)"] == 0.0
 
 
@@ -293,22 +361,46 @@ def test_methods_table_has_every_method_and_what_it_computes(tiny_results):
     table = bench.methods_table(tiny_results)
     assert list(table.index) == bench.method_names()
     run_names = {run["name"] for run in tiny_results["runs"]}
-    assert [name for name in table.index if table.loc[name, "device"] != "not run"] == [n for n in bench.method_names() if n in run_names]
-    assert {"objective", "gradient", "optimizer and step", "start", "stopping rule", "device"} <= set(table.columns)
-    assert table.loc["level 1", "gradient"].startswith("autodiff") and "envelope" in table.loc["level 5", "gradient"]
+    assert [name for name in table.index if table.loc[name, "device"] != "not run"] == [
+        n for n in bench.method_names() if n in run_names
+    ]
+    assert {
+        "objective",
+        "gradient",
+        "optimizer and step",
+        "start",
+        "stopping rule",
+        "device",
+    } <= set(table.columns)
+    assert (
+        table.loc["level 1", "gradient"].startswith("autodiff")
+        and "envelope" in table.loc["level 5", "gradient"]
+    )
     defaults = bench.pyplnmodels_defaults()
-    assert f"iteration {bench.earliest_stop(defaults.tol, defaults.criterion_beta)}" in table.loc["pyPLNmodels", "stopping rule"]
-    assert "offsets not used" in table.loc["pyPLNmodels", "start"] and "- O" in table.loc["level 5", "start"]
+    assert (
+        f"iteration {bench.earliest_stop(defaults.tol, defaults.criterion_beta)}"
+        in table.loc["pyPLNmodels", "stopping rule"]
+    )
+    assert (
+        "offsets not used" in table.loc["pyPLNmodels", "start"]
+        and "- O" in table.loc["level 5", "start"]
+    )
 
 
 def test_first_call_ratio_divides_the_medians_of_the_cold_calls():
     """The plain first call over the reference's first fit, both medians over fresh processes."""
-    results = {"runs": [
-        {"name": bench.PLAIN_CALL, "is_reference": False, "cold_s": [1.0, 3.0, 2.0]},
-        {"name": "pyPLNmodels", "is_reference": True, "cold_s": [20.0, 40.0]},
-    ], "first_call_cached_s": {"fill_s": 2.5, "hit_s": 0.6}}
+    results = {
+        "runs": [
+            {"name": bench.PLAIN_CALL, "is_reference": False, "cold_s": [1.0, 3.0, 2.0]},
+            {"name": "pyPLNmodels", "is_reference": True, "cold_s": [20.0, 40.0]},
+        ],
+        "first_call_cached_s": {"fill_s": 2.5, "hit_s": 0.6},
+    }
     ratios = bench._benchmark.first_call_ratios(results)
-    assert ratios == {"first_call_ratio": pytest.approx(2.0 / 30.0), "first_call_ratio_cached": pytest.approx(0.02)}
+    assert ratios == {
+        "first_call_ratio": pytest.approx(2.0 / 30.0),
+        "first_call_ratio_cached": pytest.approx(0.02),
+    }
     results["runs"][0]["cold_s"] = []
     assert bench._benchmark.first_call_ratios(results)["first_call_ratio"] is None
 
@@ -325,8 +417,13 @@ def test_alt_text_is_written_from_the_run(tiny_results):
     assert f"each of {len(tiny_results['runs'])} methods" in text
     reached = [run["name"] for run in tiny_results["runs"] if run["time_to_target_s"] is not None]
     assert all(name in text for name in reached)
-    never = {**tiny_results, "runs": [{**run, "time_to_target_s": None} for run in tiny_results["runs"]]}
-    assert "Never reaching it: " + ", ".join(run["name"] for run in tiny_results["runs"]) in bench.curves_alt_text(never)
+    never = {
+        **tiny_results,
+        "runs": [{**run, "time_to_target_s": None} for run in tiny_results["runs"]],
+    }
+    assert "Never reaching it: " + ", ".join(
+        run["name"] for run in tiny_results["runs"]
+    ) in bench.curves_alt_text(never)
 
 
 def test_figure_with_alt_puts_the_text_in_the_image_tag():
@@ -335,7 +432,9 @@ def test_figure_with_alt_puts_the_text_in_the_image_tag():
     figure, _ = plt.subplots()
     shown = bench.FigureWithAlt(figure, alt='curves "a" < b', caption="A caption")
     html = shown._repr_html_()
-    assert 'alt="curves &quot;a&quot; &lt; b"' in html and "<figcaption>A caption</figcaption>" in html
+    assert (
+        'alt="curves &quot;a&quot; &lt; b"' in html and "<figcaption>A caption</figcaption>" in html
+    )
     with pytest.raises(ValueError, match="alt text"):
         bench.FigureWithAlt(plt.subplots()[0], alt=" ")
 
@@ -350,9 +449,15 @@ def test_compare_params_finds_the_species_that_moved():
     mean, sqrt_var = (np.asarray(a) for a in level5.fit(data, 50).variational)
     moved = mean.copy()
     moved[:, 2] += 0.3
-    table = bench.compare_params(data, {"same": (mean, sqrt_var), "moved": (moved, sqrt_var), "base": (mean, sqrt_var)}, "base")
+    table = bench.compare_params(
+        data,
+        {"same": (mean, sqrt_var), "moved": (moved, sqrt_var), "base": (mean, sqrt_var)},
+        "base",
+    )
     assert table.loc["same", "max |dB|"] == 0.0
-    assert table.loc["moved", "at species"] == 2 and table.loc["moved", "max |dB|"] == pytest.approx(0.3)
+    assert table.loc["moved", "at species"] == 2 and table.loc[
+        "moved", "max |dB|"
+    ] == pytest.approx(0.3)
     assert table.loc["moved", "its zeros"] == pytest.approx(bench.zero_fractions(data)[2])
     with pytest.raises(ValueError, match="against must name"):
         bench.compare_params(data, {"a": (mean, sqrt_var)}, "b")

@@ -26,7 +26,11 @@ def _all_checkers() -> list[tuple[str, object]]:
     for module_info in pkgutil.iter_modules(jaxcourse.exercises.__path__):
         module = importlib.import_module(f"jaxcourse.exercises.{module_info.name}")
         for name, value in sorted(vars(module).items()):
-            if callable(value) and hasattr(value, "__exercise__") and value.__module__ == module.__name__:
+            if (
+                callable(value)
+                and hasattr(value, "__exercise__")
+                and value.__module__ == module.__name__
+            ):
                 found.append((f"{module_info.name}.{name}", value))
     return found
 
@@ -51,7 +55,10 @@ MALFORMED = {
     "a function returning a dict": (lambda *args, **kwargs: {"answer": 1.0}, False),
     "a function returning None": (lambda *args, **kwargs: None, False),
     "a function returning a string": (lambda *args, **kwargs: "42", False),
-    "a function returning a wrong-shaped array": (lambda *args, **kwargs: jnp.ones((2, 7, 3)), False),
+    "a function returning a wrong-shaped array": (
+        lambda *args, **kwargs: jnp.ones((2, 7, 3)),
+        False,
+    ),
     "a lambda of wrong arity": (lambda: 1.0, False),
     "an empty class": (_EmptyClass, False),
 }
@@ -62,14 +69,19 @@ def extra_arguments():
     """Values for the checkers' arguments after the answer (the sharding chapter's device setup)."""
     previous = jax.config.jax_default_device
     devices = parallel.course_devices()
-    yield {"n_devices": len(devices), "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices)}
+    yield {
+        "n_devices": len(devices),
+        "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices),
+    }
     jax.config.update("jax_default_device", previous)
 
 
 def test_checkers_are_discovered():
     """Every chapter module with exercises contributes checkers (a broken marker would hide them)."""
     modules = {name.split(".")[0] for name, _ in CHECKERS}
-    assert {"jit", "tracing", "vmap", "control_flow", "sharding", "prng", "pytrees"} <= modules, modules
+    assert {"jit", "tracing", "vmap", "control_flow", "sharding", "prng", "pytrees"} <= modules, (
+        modules
+    )
     assert len(CHECKERS) >= 20
 
 
@@ -82,7 +94,9 @@ def test_checker_answers_malformed_input_with_a_hint(name, checker, malformed, e
     verdict = checker(answer, *extra)
     assert isinstance(verdict, checks.Verdict)
     assert not verdict.passed, f"{name} passed {malformed}"
-    assert checks.CHECKER_ERROR not in verdict.message, f"{name} crashed on {malformed}: {verdict.message}"
+    assert checks.CHECKER_ERROR not in verdict.message, (
+        f"{name} crashed on {malformed}: {verdict.message}"
+    )
     allowed = ("Hint:", "your code raised") if raises_itself else ("Hint:",)
     assert verdict.message.startswith(allowed), f"{name} on {malformed}: {verdict.message}"
 
@@ -99,7 +113,9 @@ def test_the_wrapper_reports_its_own_crash_as_a_checker_error():
 
     # The checker above lives in this test file, which the wrapper would take for learner code;
     # give it the package's filename as a real checker has.
-    buggy_checker.__wrapped__.__code__ = buggy_checker.__wrapped__.__code__.replace(co_filename=module.__file__)
+    buggy_checker.__wrapped__.__code__ = buggy_checker.__wrapped__.__code__.replace(
+        co_filename=module.__file__
+    )
     verdict = buggy_checker(lambda x: x)
     assert verdict.message.startswith(checks.CHECKER_ERROR), verdict.message
     raised = buggy_checker(_raises)

@@ -61,7 +61,9 @@ def test_setup_cell_installs_from_the_course_repository():
     fork = notebook_setup.setup_source("someone/fork", "dev")
     assert fork.count(notebook_setup.course_requirement("someone/fork", "dev")) == 1
     assert "someone/fork" not in notebook_setup.setup_source()
-    assert "import jax" not in notebook_setup.setup_source()  # the sharding chapter configures JAX after this cell
+    assert (
+        "import jax" not in notebook_setup.setup_source()
+    )  # the sharding chapter configures JAX after this cell
 
 
 @pytest.fixture
@@ -161,7 +163,9 @@ def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(cola
     colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
     colab.set_nvidia_smi(FAKE_GPU)
     colab.run_setup_cell()
-    assert colab.pip_calls == [["install", f"jax[cuda12]=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]]
+    assert colab.pip_calls == [
+        ["install", f"jax[cuda12]=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]
+    ]
     out = capsys.readouterr().out
     assert f"Installed: jax {X}, jaxlib {X}, jax-cuda12-pjrt {X}, jax-cuda12-plugin {X}\n" in out
 
@@ -182,7 +186,9 @@ def test_setup_cell_rejects_a_plugin_that_jaxlib_would_ignore(colab):
     colab.packages.update(dict.fromkeys(PLUGINS, "0.7.2"))
     colab.set_nvidia_smi(FAKE_GPU)
     colab.pip_upgrades_plugins = False  # what a plain `pip install jax` does
-    with pytest.raises(RuntimeError, match=rf"jaxlib {re.escape(X)} does not load jax-cuda12-pjrt 0\.7\.2"):
+    with pytest.raises(
+        RuntimeError, match=rf"jaxlib {re.escape(X)} does not load jax-cuda12-pjrt 0\.7\.2"
+    ):
         colab.run_setup_cell()
 
 
@@ -235,7 +241,9 @@ def test_gpu_probe_reads_nvidia_smi(nvidia_smi, body, listed):
 
 @pytest.mark.parametrize("backend", ["cpu", "gpu"])
 @pytest.mark.parametrize("gpu_listed", [True, False])
-def test_banner_warns_only_when_a_gpu_is_present_but_jax_uses_the_cpu(monkeypatch, backend, gpu_listed):
+def test_banner_warns_only_when_a_gpu_is_present_but_jax_uses_the_cpu(
+    monkeypatch, backend, gpu_listed
+):
     """The banner names the backend in use, and ends with a warning exactly in the silent-CPU case."""
     monkeypatch.setattr(environment_module, "nvidia_gpu_listed", lambda: gpu_listed)
     monkeypatch.setattr(jax, "default_backend", lambda: backend)

@@ -31,9 +31,29 @@ CPU_FREEZE, GPU_FREEZE = FREEZES / "pip-freeze.txt", FREEZES / "pip-freeze.gpu.t
 PREINSTALLED = (
     # What decides the setup cell's pip resolution: JAX and its dependencies, the course's
     # dependencies (pyPLNmodels' among them), and what runs notebooks.
-    "jax", "jaxlib", "ml_dtypes", "opt_einsum", "numpy", "scipy", "pandas", "matplotlib", "optax",
-    "PyYAML", "threadpoolctl", "setuptools", "torch", "scikit-learn", "seaborn", "patsy", "tqdm",
-    "networkx", "jupytext", "nbformat", "nbclient", "ipykernel", "pytest",
+    "jax",
+    "jaxlib",
+    "ml_dtypes",
+    "opt_einsum",
+    "numpy",
+    "scipy",
+    "pandas",
+    "matplotlib",
+    "optax",
+    "PyYAML",
+    "threadpoolctl",
+    "setuptools",
+    "torch",
+    "scikit-learn",
+    "seaborn",
+    "patsy",
+    "tqdm",
+    "networkx",
+    "jupytext",
+    "nbformat",
+    "nbclient",
+    "ipykernel",
+    "pytest",
 )
 GPU_PREINSTALLED = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
 INSTALLED_BY_THE_CELL = ("jaxcourse", "pyPLNmodels")  # not on Colab until the cell runs
@@ -64,7 +84,9 @@ def constraints(freeze: Path) -> str:
     differ from Colab's, so constraining them would make torch uninstallable.
     """
     cuda = re.compile(r"(nvidia-|cuda-|triton$)")
-    return "".join(f"{name}=={v}\n" for name, v in colab_versions(freeze).items() if not cuda.match(name))
+    return "".join(
+        f"{name}=={v}\n" for name, v in colab_versions(freeze).items() if not cuda.match(name)
+    )
 
 
 def python_313() -> str:
@@ -74,7 +96,9 @@ def python_313() -> str:
     pyenv = sorted((Path.home() / ".pyenv" / "versions").glob("3.13.*"), reverse=True)
     found = shutil.which("python3.13") or next((str(p / "bin" / "python") for p in pyenv), None)
     if found is None:
-        pytest.fail("tests/test_colab_runtime.py needs a Python 3.13 (Colab's): run it from a 3.13 .venv")
+        pytest.fail(
+            "tests/test_colab_runtime.py needs a Python 3.13 (Colab's): run it from a 3.13 .venv"
+        )
     return found
 
 
@@ -100,8 +124,10 @@ class ColabRuntime:
 
     def env(self, *, gpu: bool) -> dict[str, str]:
         env = {
-            name: value for name, value in os.environ.items()
-            if not name.startswith("PYTEST_") and name not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
+            name: value
+            for name, value in os.environ.items()
+            if not name.startswith("PYTEST_")
+            and name not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")
         }
         path = [str(self.fake_bin[gpu]), str(self.venv / "bin"), env.get("PATH", "")]
         env["PATH"] = os.pathsep.join(path)
@@ -124,20 +150,26 @@ class ColabRuntime:
             "import json, importlib.metadata as m\n"
             "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))"
         )
-        return {canonical(name): v for name, v in json.loads(self.run(self.python, "-c", code)).items()}
+        return {
+            canonical(name): v for name, v in json.loads(self.run(self.python, "-c", code)).items()
+        }
 
     def preinstall(self, freeze: Path, names: tuple[str, ...]) -> None:
         """Colab's versions of `names`, as on a fresh runtime: nothing the setup cell installs."""
         pins = self.root / f"constraints-{freeze.stem}.txt"
         pins.write_text(constraints(freeze))
-        self.pip("install", "-c", str(pins), "pip")  # Colab's pip, which runs the setup cell's install
+        self.pip(
+            "install", "-c", str(pins), "pip"
+        )  # Colab's pip, which runs the setup cell's install
         self.pip("install", "-c", str(pins), *names)
         installed = self.versions()
         leftovers = [name for name in INSTALLED_BY_THE_CELL if canonical(name) in installed]
         if leftovers:
             self.pip("uninstall", "--yes", *leftovers)
         wanted = colab_versions(freeze)
-        public = {n: installed[canonical(n)].split("+")[0] for n in names}  # torch 2.11.0+cpu is 2.11.0
+        public = {
+            n: installed[canonical(n)].split("+")[0] for n in names
+        }  # torch 2.11.0+cpu is 2.11.0
         assert public == {n: wanted[canonical(n)] for n in names}
 
     def stub_cuda_libraries(self, freeze: Path) -> list[str]:
@@ -154,7 +186,9 @@ class ColabRuntime:
             if re.fullmatch(r"nvidia-[a-z0-9-]+-cu12", name):
                 info = site_packages / f"{name.replace('-', '_')}-{version}.dist-info"
                 info.mkdir(exist_ok=True)
-                (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+                (info / "METADATA").write_text(
+                    f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                )
                 (info / "INSTALLER").write_text("test_colab_runtime\n")
                 files = ("METADATA", "INSTALLER", "RECORD")
                 (info / "RECORD").write_text("".join(f"{info.name}/{file},,\n" for file in files))
@@ -165,14 +199,18 @@ class ColabRuntime:
         """Runs the cell as Colab's kernel would: `google.colab` imported, jax imported or not."""
         cell = self.root / "setup_cell.py"
         cell.write_text(source)
-        driver = "\n".join([
-            "import sys, types",
-            "import jax" if import_jax_first else "",  # before the fake google.colab, which jax would use
-            "colab = types.ModuleType('google.colab')",
-            "colab.output = types.ModuleType('google.colab.output')",
-            "sys.modules.update({'google.colab': colab, 'google.colab.output': colab.output})",
-            f"exec(compile(open({str(cell)!r}).read(), 'setup cell', 'exec'), {{'__name__': '__main__'}})",
-        ])
+        driver = "\n".join(
+            [
+                "import sys, types",
+                "import jax"
+                if import_jax_first
+                else "",  # before the fake google.colab, which jax would use
+                "colab = types.ModuleType('google.colab')",
+                "colab.output = types.ModuleType('google.colab.output')",
+                "sys.modules.update({'google.colab': colab, 'google.colab.output': colab.output})",
+                f"exec(compile(open({str(cell)!r}).read(), 'setup cell', 'exec'), {{'__name__': '__main__'}})",
+            ]
+        )
         output = self.run(self.python, "-c", driver, gpu=gpu)
         print(output)
         return output
@@ -190,10 +228,22 @@ def course_repository(destination: Path) -> Path:
     shutil.copytree(ROOT / "src", destination / "src", ignore=ignore)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, destination / name)
-    git = ["git", "-c", "user.name=test", "-c", "user.email=test@example.com", "-c", "commit.gpgsign=false"]
-    subprocess.run(["git", "init", "--quiet", "-b", notebook_setup.REF, str(destination)], check=True)
+    git = [
+        "git",
+        "-c",
+        "user.name=test",
+        "-c",
+        "user.email=test@example.com",
+        "-c",
+        "commit.gpgsign=false",
+    ]
+    subprocess.run(
+        ["git", "init", "--quiet", "-b", notebook_setup.REF, str(destination)], check=True
+    )
     subprocess.run([*git, "-C", str(destination), "add", "--all"], check=True)
-    subprocess.run([*git, "-C", str(destination), "commit", "--quiet", "-m", "snapshot"], check=True)
+    subprocess.run(
+        [*git, "-C", str(destination), "commit", "--quiet", "-m", "snapshot"], check=True
+    )
     return destination
 
 
@@ -227,13 +277,17 @@ def colab(tmp_path_factory):
 
 def jax_versions(installed: dict[str, str]) -> dict[str, str]:
     """The installed jax, jaxlib and CUDA plugins: what the setup cell must keep at one version."""
-    return {n: v for n, v in installed.items() if n in ("jax", "jaxlib") or n.startswith("jax-cuda")}
+    return {
+        n: v for n, v in installed.items() if n in ("jax", "jaxlib") or n.startswith("jax-cuda")
+    }
 
 
 def test_colab_freezes_have_the_old_jax_the_cell_replaces():
     """The fixtures are Colab's: jax 0.7.2, with its CUDA plugin on the GPU runtime only."""
     cpu, gpu = colab_versions(CPU_FREEZE), colab_versions(GPU_FREEZE)
-    assert cpu["jax"] == cpu["jaxlib"] == gpu["jax-cuda12-plugin"] == gpu["jax-cuda12-pjrt"] == "0.7.2"
+    assert (
+        cpu["jax"] == cpu["jaxlib"] == gpu["jax-cuda12-plugin"] == gpu["jax-cuda12-pjrt"] == "0.7.2"
+    )
     assert not any(name.startswith("jax-cuda") for name in cpu)
     assert cpu["jax"] != notebook_setup.JAX_VERSION
 
@@ -244,8 +298,14 @@ def test_cpu_runtime_gets_the_pinned_jax_and_no_cuda_plugin(colab, setup_cell):
     output = colab.run_setup_cell(setup_cell, gpu=False, import_jax_first=True)
     installed = colab.versions()
     print("CPU runtime:", jax_versions(installed))
-    assert jax_versions(installed) == {"jax": notebook_setup.JAX_VERSION, "jaxlib": notebook_setup.JAX_VERSION}
-    assert f"Installed: jax {notebook_setup.JAX_VERSION}, jaxlib {notebook_setup.JAX_VERSION}\n" in output
+    assert jax_versions(installed) == {
+        "jax": notebook_setup.JAX_VERSION,
+        "jaxlib": notebook_setup.JAX_VERSION,
+    }
+    assert (
+        f"Installed: jax {notebook_setup.JAX_VERSION}, jaxlib {notebook_setup.JAX_VERSION}\n"
+        in output
+    )
     assert "RESTART NEEDED: this session had imported jax 0.7.2, jaxlib 0.7.2" in output
     assert "Runtime > Restart session" in output
     banner = colab.banner(gpu=False)
@@ -264,15 +324,30 @@ def test_notebooks_run_in_colabs_cpu_runtime(colab, setup_cell, tmp_path):
     colab.run(colab.python, "-m", "ipykernel", "install", "--sys-prefix")
     for name in NOTEBOOKS:
         shutil.copy(ROOT / "notebooks" / name, tmp_path / name)
-    kernel_check = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        f"import sys, jax\nassert sys.prefix == {str(colab.venv)!r}, sys.prefix\n"
-        f"assert jax.__version__ == {notebook_setup.JAX_VERSION!r}, jax.__version__"
-    )])
-    kernel_check.metadata = nbformat.read(tmp_path / NOTEBOOKS[0], as_version=4).metadata  # same kernel
+    kernel_check = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell(
+                f"import sys, jax\nassert sys.prefix == {str(colab.venv)!r}, sys.prefix\n"
+                f"assert jax.__version__ == {notebook_setup.JAX_VERSION!r}, jax.__version__"
+            )
+        ]
+    )
+    kernel_check.metadata = nbformat.read(
+        tmp_path / NOTEBOOKS[0], as_version=4
+    ).metadata  # same kernel
     nbformat.write(kernel_check, tmp_path / "kernel_check.ipynb")
     output = colab.run(
-        colab.python, "-m", "pytest", "--nbmake", "--nbmake-timeout=600", "-p", "no:cacheprovider", "-q",
-        "kernel_check.ipynb", *NOTEBOOKS, cwd=tmp_path,
+        colab.python,
+        "-m",
+        "pytest",
+        "--nbmake",
+        "--nbmake-timeout=600",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "kernel_check.ipynb",
+        *NOTEBOOKS,
+        cwd=tmp_path,
     )
     print(output.strip().splitlines()[-1])
     assert f"{len(NOTEBOOKS) + 1} passed" in output
@@ -289,7 +364,9 @@ def test_gpu_runtime_gets_the_cuda_plugin_of_jaxlibs_version(colab, setup_cell):
     installed = jax_versions(colab.versions())
     for name in GPU_PREINSTALLED:
         print(f"{name} {installed[name]} == jaxlib {installed['jaxlib']}")
-    assert installed == dict.fromkeys(["jax", "jaxlib", *GPU_PREINSTALLED], notebook_setup.JAX_VERSION)
+    assert installed == dict.fromkeys(
+        ["jax", "jaxlib", *GPU_PREINSTALLED], notebook_setup.JAX_VERSION
+    )
     assert f"jax-cuda12-plugin {notebook_setup.JAX_VERSION}" in output
     assert "No restart needed" in output
     # This machine has no GPU, so JAX falls back to the CPU; the banner must say so loudly.

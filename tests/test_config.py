@@ -32,7 +32,9 @@ def test_limit_reaches_the_lapack_jax_calls():
     assert {name: after[name] for name in before} == before
 
 
-@pytest.mark.parametrize("limit, error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "limit, error", [(0, ValueError), (-2, ValueError), (1.5, TypeError), (True, TypeError)]
+)
 def test_limit_rejects_bad_values(limit, error):
     """A limit below one or not an int is refused with a clear message."""
     with pytest.raises(error, match="limit must"):

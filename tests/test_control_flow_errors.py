@@ -116,7 +116,8 @@ def test_python_if_on_a_traced_value():
 def test_cond_branches_with_different_types():
     """Returning the int 0 from one branch and a float32 array from the other is rejected."""
     with pytest.raises(
-        TypeError, match=r"cond branches must have equal output types(.|\n)*so the dtypes do not match"
+        TypeError,
+        match=r"cond branches must have equal output types(.|\n)*so the dtypes do not match",
     ):
         lax.cond(jnp.float32(2.0) > 0, jnp.sqrt, lambda x: 0, jnp.float32(2.0))
 
@@ -136,4 +137,6 @@ def test_batched_cond_keeps_the_unselected_gradient_clean():
 
     xs = jnp.array([-1.0, 4.0])
     assert jnp.array_equal(jax.vmap(jax.grad(sqrt_or_zero_cond))(xs), jnp.array([0.0, 0.25]))
-    assert jnp.array_equal(jax.grad(lambda xs: jax.vmap(sqrt_or_zero_cond)(xs).sum())(xs), jnp.array([0.0, 0.25]))
+    assert jnp.array_equal(
+        jax.grad(lambda xs: jax.vmap(sqrt_or_zero_cond)(xs).sum())(xs), jnp.array([0.0, 0.25])
+    )

@@ -131,7 +131,9 @@ def ewma_nan_at_gaps(xs, alpha):
 
 
 def ewma_final_only(xs, alpha):
-    return lax.scan(lambda s, x: (jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s), None), xs[0], xs)[0]
+    return lax.scan(
+        lambda s, x: (jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s), None), xs[0], xs
+    )[0]
 
 
 def ewma_lagged(xs, alpha):
@@ -160,7 +162,14 @@ def ewma_scan_per_value(xs, alpha):
     smoothed, out = jnp.full((), jnp.nan, xs.dtype), []
     for t in range(xs.shape[0]):
         smoothed, ys = lax.scan(
-            lambda s, x: (jnp.where(jnp.isnan(x), s, jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s)),) * 2,
+            lambda s, x: (
+                (
+                    jnp.where(
+                        jnp.isnan(x), s, jnp.where(jnp.isnan(s), x, alpha * x + (1 - alpha) * s)
+                    ),
+                )
+                * 2
+            ),
             smoothed,
             xs[t : t + 1],
         )
@@ -186,7 +195,10 @@ def test_ewma_reference_and_another_design_pass(answer):
         (ewma_swapped, "alpha weighs the new observation"),
         (ewma_python_loop, "contains no scan"),
         (ewma_scan_per_value, "grows with the series"),
-        (lambda xs, alpha: lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s,) * 2, xs[0], xs), "(final carry, ys)"),
+        (
+            lambda xs, alpha: lax.scan(lambda s, x: (alpha * x + (1 - alpha) * s,) * 2, xs[0], xs),
+            "(final carry, ys)",
+        ),
     ],
 )
 def test_ewma_rejects_typical_mistakes(wrong, hint):
@@ -313,7 +325,9 @@ def kepler_one_step_from_root(mean_anomaly, eccentricity):
 def kepler_unrolled_gradient(mean_anomaly, eccentricity):
     """The loop for the count, and a fixed-length loop, differentiated step by step, for E."""
     _, n_iter = kepler_loop(mean_anomaly, eccentricity)
-    anomaly = lax.fori_loop(0, 8, lambda i, a: a - newton_step(mean_anomaly, eccentricity, a), mean_anomaly)
+    anomaly = lax.fori_loop(
+        0, 8, lambda i, a: a - newton_step(mean_anomaly, eccentricity, a), mean_anomaly
+    )
     return anomaly, n_iter
 
 

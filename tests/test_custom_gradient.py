@@ -5,7 +5,15 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcourse.pln import as_float64, custom_gradient, init_variational, load_oaks, profiled, profiled_elbo, simulate
+from jaxcourse.pln import (
+    as_float64,
+    custom_gradient,
+    init_variational,
+    load_oaks,
+    profiled,
+    profiled_elbo,
+    simulate,
+)
 
 FLOAT32_GRADIENT_RTOL = 1e-6
 """Norm-wise: each float32 gradient (autodiff's and the rule's) lies within about 1e-7 of the
@@ -23,7 +31,9 @@ def oaks_gradients(oaks):
     """Gradients at the default start in float32 (autodiff, custom rule) and float64 (autodiff)."""
     start = init_variational(oaks)
     autodiff = jax.jit(jax.grad(lambda v, data: profiled_elbo(data, v)))(start, oaks)
-    custom = jax.jit(jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1))(profiled.prepare(oaks), start)
+    custom = jax.jit(jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1))(
+        profiled.prepare(oaks), start
+    )
     with jax.enable_x64(True):
         data64 = as_float64(oaks)
         reference = jax.grad(lambda v: profiled_elbo(data64, v))(as_float64(start))
@@ -36,7 +46,10 @@ def test_value_equals_profiled_elbo(oaks):
     start = init_variational(oaks)
     problem = profiled.prepare(oaks)
     expected = float(profiled_elbo(oaks, start))
-    for fn in (custom_gradient.profiled_elbo_custom_vjp, jax.jit(custom_gradient.profiled_elbo_custom_vjp)):
+    for fn in (
+        custom_gradient.profiled_elbo_custom_vjp,
+        jax.jit(custom_gradient.profiled_elbo_custom_vjp),
+    ):
         assert float(fn(problem, start)) == pytest.approx(expected, rel=1e-6)
 
 
@@ -60,8 +73,12 @@ def test_gradient_equals_autodiff_in_float64(key):
     with jax.enable_x64(True):
         data = as_float64(simulate(20, 4, key=key).data)
         start = init_variational(data)
-        start = start._replace(latent_sqrt_var=start.latent_sqrt_var + 0.1 * jnp.cos(start.latent_mean))
-        ours = jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1)(profiled.prepare(data), start)
+        start = start._replace(
+            latent_sqrt_var=start.latent_sqrt_var + 0.1 * jnp.cos(start.latent_mean)
+        )
+        ours = jax.grad(custom_gradient.profiled_elbo_custom_vjp, argnums=1)(
+            profiled.prepare(data), start
+        )
         theirs = jax.grad(lambda v: profiled_elbo(data, v))(start)
         assert custom_gradient.relative_error(ours, theirs) <= 1e-10
 
@@ -101,7 +118,9 @@ def test_bad_variational_is_rejected(oaks):
     with pytest.raises(TypeError, match="must be a Variational"):
         custom_gradient.profiled_elbo_custom_vjp(problem, tuple(start))
     with pytest.raises(ValueError, match="latent_sqrt_var must have the shape of the counts"):
-        custom_gradient.profiled_elbo_custom_vjp(problem, start._replace(latent_sqrt_var=start.latent_sqrt_var[:3]))
+        custom_gradient.profiled_elbo_custom_vjp(
+            problem, start._replace(latent_sqrt_var=start.latent_sqrt_var[:3])
+        )
 
 
 def test_relative_error_rejects_different_trees():

@@ -26,7 +26,9 @@ def test_compare_with_float64_flags_a_wrong_jitted_value():
 
     parity = debugging.compare_with_float64(wrong_under_jit, jit_parity.sample((100,)))
     assert not parity.jit_agrees and parity.eager_agrees
-    assert debugging.compare_with_float64(wrong_under_jit, jit_parity.sample((100,)), rtol=0.1).jit_agrees
+    assert debugging.compare_with_float64(
+        wrong_under_jit, jit_parity.sample((100,)), rtol=0.1
+    ).jit_agrees
 
 
 @pytest.mark.parametrize(
@@ -34,8 +36,16 @@ def test_compare_with_float64_flags_a_wrong_jitted_value():
     [
         ({"fn": "sum", "x": np.ones(3, np.float32)}, TypeError, "must be functions"),
         ({"fn": jnp.sum, "x": np.ones(3)}, TypeError, "float32 array"),
-        ({"fn": jnp.sum, "x": np.ones(3, np.float32), "rtol": 0.0}, ValueError, "rtol must be positive"),
-        ({"fn": lambda x: 2 * x, "x": np.ones(3, np.float32)}, ValueError, "fn must return a scalar"),
+        (
+            {"fn": jnp.sum, "x": np.ones(3, np.float32), "rtol": 0.0},
+            ValueError,
+            "rtol must be positive",
+        ),
+        (
+            {"fn": lambda x: 2 * x, "x": np.ones(3, np.float32)},
+            ValueError,
+            "fn must return a scalar",
+        ),
     ],
 )
 def test_compare_with_float64_rejects_bad_input(kwargs, error, match):

@@ -29,7 +29,9 @@ def objective(params, counts):
 
 
 def log_likelihood_checked(rate, counts):
-    checkify.check(jnp.all(rate > 0), "rates must be positive; the smallest is {low}", low=jnp.min(rate))
+    checkify.check(
+        jnp.all(rate > 0), "rates must be positive; the smallest is {low}", low=jnp.min(rate)
+    )
     return poisson_log_likelihood(rate, counts)
 
 
@@ -41,10 +43,15 @@ def test_debug_nans_names_the_primitive_and_the_line():
     """Cell 'with jax.debug_nans(True): objective(...)': the error names log; the traceback's own
     frames end at the line that called jnp.log; the flag is off again after the block."""
     assert np.isnan(objective(PARAMS, COUNTS))
-    with pytest.raises(FloatingPointError, match=r"invalid value \(nan\) encountered in log") as info:
+    with pytest.raises(
+        FloatingPointError, match=r"invalid value \(nan\) encountered in log"
+    ) as info:
         with jax.debug_nans(True):
             objective(PARAMS, COUNTS)
-    assert debugging.frames_outside_jax(info.value)[-1] == "poisson_log_likelihood: log_rate = jnp.log(rate)"
+    assert (
+        debugging.frames_outside_jax(info.value)[-1]
+        == "poisson_log_likelihood: log_rate = jnp.log(rate)"
+    )
     assert not jax.config.jax_debug_nans
 
 
@@ -64,7 +71,9 @@ def test_debug_nans_checks_every_eager_operation_but_only_jitted_outputs():
 def test_checkify_error_throws_with_the_formatted_message():
     """Cell 'error.throw()': the user check's message, with the runtime value, as JaxRuntimeError."""
     error, _ = jax.jit(checkify.checkify(log_likelihood_checked))(PARAMS - 1.0, COUNTS)
-    with pytest.raises(checkify.JaxRuntimeError, match=r"rates must be positive; the smallest is -0\.5"):
+    with pytest.raises(
+        checkify.JaxRuntimeError, match=r"rates must be positive; the smallest is -0\.5"
+    ):
         error.throw()
 
 
@@ -76,7 +85,9 @@ def test_checkify_under_vmap_names_the_example():
 
 def test_check_without_checkify_cannot_be_jitted():
     """Cell 'jax.jit(log_likelihood_checked)(...)': a check needs checkify.checkify around it."""
-    with pytest.raises(ValueError, match="Cannot abstractly evaluate a checkify.check which was not functionalized"):
+    with pytest.raises(
+        ValueError, match="Cannot abstractly evaluate a checkify.check which was not functionalized"
+    ):
         jax.jit(log_likelihood_checked)(PARAMS - 1.0, COUNTS)
 
 
@@ -117,14 +128,18 @@ def test_out_of_bounds_reads_clamp_and_writes_are_dropped():
     assert float(x[10]) == 2.0 and float(x[-10]) == 0.0
     np.testing.assert_array_equal(x.at[10].set(9.0), x)
     indices = jnp.array([0, 2, 5, -1, -10])
-    np.testing.assert_array_equal(x.at[indices].get(mode="fill", fill_value=jnp.nan), [0, 2, np.nan, 2, np.nan])
+    np.testing.assert_array_equal(
+        x.at[indices].get(mode="fill", fill_value=jnp.nan), [0, 2, np.nan, 2, np.nan]
+    )
     np.testing.assert_array_equal(jnp.take(x, indices), [0, 2, np.nan, 2, np.nan])
 
 
 def test_item_assignment_is_rejected():
     """Cell 'x_fixed[0] = 10.0'."""
     x_fixed = jnp.arange(3.0)
-    with pytest.raises(TypeError, match="JAX arrays are immutable and do not support in-place item assignment"):
+    with pytest.raises(
+        TypeError, match="JAX arrays are immutable and do not support in-place item assignment"
+    ):
         x_fixed[0] = 10.0
 
 
@@ -140,7 +155,9 @@ def test_an_index_array_out_of_bounds_clamps_the_value_and_zeroes_the_gradient()
         assert float(read(x)[0]) == 2.0
         np.testing.assert_array_equal(grad(lambda x: jnp.sum(read(x)))(x), [0.0, 0.0, 0.0])
         np.testing.assert_array_equal(grad(lambda x: x[5])(x), [0.0, 0.0, 1.0])
-        np.testing.assert_array_equal(grad(lambda x: jnp.sum(x.at[out].get(mode="clip")))(x), [0.0, 0.0, 1.0])
+        np.testing.assert_array_equal(
+            grad(lambda x: jnp.sum(x.at[out].get(mode="clip")))(x), [0.0, 0.0, 1.0]
+        )
     assert np.isnan(x.at[out].get(mode="fill", fill_value=jnp.nan)[0])
 
 
@@ -196,7 +213,11 @@ def test_ordered_debug_prints_are_marked_in_the_jaxpr():
         jax.debug.print("second: {x}", x=x)
         return x
 
-    orders = [e.params["ordered"] for e in jax.make_jaxpr(two_prints)(1.0).eqns if e.primitive.name == "debug_print"]
+    orders = [
+        e.params["ordered"]
+        for e in jax.make_jaxpr(two_prints)(1.0).eqns
+        if e.primitive.name == "debug_print"
+    ]
     assert orders == [True, False]
 
 
@@ -218,7 +239,13 @@ def test_breakpoint_stops_and_reads_commands_from_stdin():
         print([e.primitive.name for e in jax.make_jaxpr(scaled_log.__wrapped__)(jnp.ones(2)).eqns])
         print("result:", scaled_log(jnp.array([1.0, -1.0])))
     """)
-    session = subprocess.run([sys.executable, "-c", script], input="p y\np x\nc\n", capture_output=True, text=True, timeout=300)
+    session = subprocess.run(
+        [sys.executable, "-c", script],
+        input="p y\np x\nc\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert "['log', 'debug_callback', 'mul']" in session.stdout
     assert "Entering jdb:" in session.stdout
     assert "(jdb) Array([ 0., nan], dtype=float32)" in session.stdout
@@ -241,7 +268,9 @@ def test_a_leaked_tracer_fails_where_it_is_used_and_checking_leaks_names_the_hol
     jax.jit(remembers)(1.0)
     with pytest.raises(jax.errors.UnexpectedTracerError, match="Encountered an unexpected tracer"):
         remembers.last + 1.0
-    with pytest.raises(Exception, match=r"Leaked trace DynamicJaxprTrace(.|\n)*RemembersLast \d+>\.last"):
+    with pytest.raises(
+        Exception, match=r"Leaked trace DynamicJaxprTrace(.|\n)*RemembersLast \d+>\.last"
+    ):
         with jax.checking_leaks():
             jax.jit(RemembersLast())(1.0)
 
@@ -289,8 +318,11 @@ def sections_with_error_cells() -> dict[str, str]:
 
 
 def test_sharp_bits_index_lists_every_section_that_shows_an_error():
-    missing = {section: chapter for section, chapter in sections_with_error_cells().items()
-               if section not in sharp_bits_references()}
+    missing = {
+        section: chapter
+        for section, chapter in sections_with_error_cells().items()
+        if section not in sharp_bits_references()
+    }
     assert missing == {}, f"add these sections to the sharp-bits table: {missing}"
 
 

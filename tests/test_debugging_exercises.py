@@ -85,7 +85,8 @@ def test_nan_source_whole_message_fails():
 def test_nan_source_is_nan_flag_fails():
     """Saying whether the output is NaN does not say which operation made it."""
     assert_not_yet(
-        exercises.check_nan_source(lambda fn, x: bool(jnp.isnan(fn(x)))), "return the primitive's name as a string"
+        exercises.check_nan_source(lambda fn, x: bool(jnp.isnan(fn(x)))),
+        "return the primitive's name as a string",
     )
 
 
@@ -124,7 +125,9 @@ def test_normalise_weights_python_assert_fails_with_checkify_hint():
         assert jnp.all(w >= 0), "negative weight"
         return w / jnp.sum(w)
 
-    assert_not_yet(exercises.check_normalise_weights(with_assert), "Use checkify.check(condition, message)")
+    assert_not_yet(
+        exercises.check_normalise_weights(with_assert), "Use checkify.check(condition, message)"
+    )
 
 
 def test_normalise_weights_strictly_positive_check_rejects_a_zero_weight():
@@ -172,18 +175,22 @@ def test_shift_counts_stub_is_not_yet():
 
 
 def test_shift_counts_plain_sum_keeps_the_small_dtype():
-    assert_not_yet(exercises.check_shift_counts(lambda counts, shift: counts + shift), "return int32")
+    assert_not_yet(
+        exercises.check_shift_counts(lambda counts, shift: counts + shift), "return int32"
+    )
 
 
 def test_shift_counts_cast_after_adding_wraps():
     assert_not_yet(
-        exercises.check_shift_counts(lambda counts, shift: (counts + shift).astype(jnp.int32)), "wrapped around"
+        exercises.check_shift_counts(lambda counts, shift: (counts + shift).astype(jnp.int32)),
+        "wrapped around",
     )
 
 
 def test_shift_counts_float_result_fails():
     assert_not_yet(
-        exercises.check_shift_counts(lambda counts, shift: counts.astype(jnp.float32) + shift), "return int32"
+        exercises.check_shift_counts(lambda counts, shift: counts.astype(jnp.float32) + shift),
+        "return int32",
     )
 
 
@@ -221,7 +228,9 @@ def test_first_wrong_size_eager_comparison_finds_nothing():
 
 def test_first_wrong_size_returning_every_wrong_size_fails():
     def all_wrong(fn, sizes, rtol=1e-4):
-        return [n for n in sizes if not compare_with_float64(fn, sample((n,)), rtol=rtol).jit_agrees]
+        return [
+            n for n in sizes if not compare_with_float64(fn, sample((n,)), rtol=rtol).jit_agrees
+        ]
 
     assert_not_yet(exercises.check_first_wrong_size(all_wrong), "not a collection")
 
@@ -262,7 +271,10 @@ def test_first_wrong_size_fixed_tolerance_or_float32_reference_fails(ignores):
                 return n
         return None
 
-    answer, hint = {"rtol": (fixed_rtol, "use the rtol argument"), "float64": (float32_reference, "float32's rounding")}[ignores]
+    answer, hint = {
+        "rtol": (fixed_rtol, "use the rtol argument"),
+        "float64": (float32_reference, "float32's rounding"),
+    }[ignores]
     assert_not_yet(exercises.check_first_wrong_size(answer), hint)
 
 
@@ -296,7 +308,11 @@ def test_nan_source_returning_an_array_is_asked_for_a_name():
 
 @pytest.mark.parametrize(
     "returned,described",
-    [({"w": 1.0}, "a dict of 1 items"), (None, "got None"), (jnp.ones((2, 7)), "an array of shape (2, 7)")],
+    [
+        ({"w": 1.0}, "a dict of 1 items"),
+        (None, "got None"),
+        (jnp.ones((2, 7)), "an array of shape (2, 7)"),
+    ],
     ids=["dict", "None", "wrong shape"],
 )
 def test_normalise_weights_returning_no_weight_vector_gets_a_shape_hint(returned, described):
@@ -306,12 +322,15 @@ def test_normalise_weights_returning_no_weight_vector_gets_a_shape_hint(returned
 
 
 def test_normalise_weights_returning_a_string_is_told_to_return_an_array():
-    assert_not_yet(exercises.check_normalise_weights(lambda w: "normalised"), "cannot hold as an array")
+    assert_not_yet(
+        exercises.check_normalise_weights(lambda w: "normalised"), "cannot hold as an array"
+    )
 
 
 def test_shift_counts_returning_a_pair_gets_a_shape_hint():
     assert_not_yet(
-        exercises.check_shift_counts(lambda counts, shift: (counts, shift)), "should be one array of shape (3,)"
+        exercises.check_shift_counts(lambda counts, shift: (counts, shift)),
+        "should be one array of shape (3,)",
     )
 
 

@@ -37,7 +37,9 @@ def test_jit_pipeline_reports_what_each_stage_produced():
     pipeline = diagrams.jit_pipeline(chain, x)
     assert pipeline.name == "chain"
     assert pipeline.arg_names == ("x",) and pipeline.abstract_args == ("float32[5]",)
-    assert pipeline.primitives == tuple(e.primitive.name for e in jax.make_jaxpr(chain)(x).jaxpr.eqns)
+    assert pipeline.primitives == tuple(
+        e.primitive.name for e in jax.make_jaxpr(chain)(x).jaxpr.eqns
+    )
     assert "\n".join(pipeline.jaxpr_lines) == str(jax.make_jaxpr(chain)(x))
     assert len(pipeline.stablehlo_ops) == jax.jit(chain).lower(x).as_text().count(" = stablehlo.")
     entry = hlo.entry_computation(chain, x)
@@ -47,7 +49,9 @@ def test_jit_pipeline_reports_what_each_stage_produced():
 
 def test_jit_pipeline_of_pytree_arguments_lists_every_leaf_type():
     """With a pytree argument there is one type per leaf, and no argument names."""
-    pipeline = diagrams.jit_pipeline(lambda p: p["w"] @ p["b"], {"w": jnp.ones((2, 3)), "b": jnp.ones(3)})
+    pipeline = diagrams.jit_pipeline(
+        lambda p: p["w"] @ p["b"], {"w": jnp.ones((2, 3)), "b": jnp.ones(3)}
+    )
     assert pipeline.abstract_args == ("float32[3]", "float32[2,3]") and pipeline.arg_names is None
     diagrams.plot_jit_pipeline(pipeline)
 
@@ -130,7 +134,11 @@ jax.tree_util.register_dataclass(Scaled, data_fields=["value"], meta_fields=["na
 def _tree_leaves_in_drawing_order(node):
     if node.kind == "leaf":
         return [node]
-    return list(itertools.chain.from_iterable(_tree_leaves_in_drawing_order(child) for _, child in node.children))
+    return list(
+        itertools.chain.from_iterable(
+            _tree_leaves_in_drawing_order(child) for _, child in node.children
+        )
+    )
 
 
 def test_flatten_layout_numbers_leaves_as_flatten_does():
@@ -141,10 +149,17 @@ def test_flatten_layout_numbers_leaves_as_flatten_does():
     leaves, treedef = jax.tree.flatten(tree)
     drawn = _tree_leaves_in_drawing_order(layout.root)
     assert [node.leaf_index for node in drawn] == list(range(len(leaves)))
-    assert [node.label for node in drawn] == list(layout.leaves) == ["1.0", "int32[3]", "2.0", "'label'"]
+    assert (
+        [node.label for node in drawn]
+        == list(layout.leaves)
+        == ["1.0", "int32[3]", "2.0", "'label'"]
+    )
     assert layout.treedef == str(treedef)
     dict_node = layout.root.children[1][1]
-    assert dict_node.aux == ["a", "k"] and [key for key, _ in dict_node.children] == ["['a']", "['k']"]
+    assert dict_node.aux == ["a", "k"] and [key for key, _ in dict_node.children] == [
+        "['a']",
+        "['k']",
+    ]
     assert dict_node.children[1][1].children[1][1].kind == "none"
 
 
@@ -169,8 +184,14 @@ def _meshes():
 
 @pytest.mark.parametrize(
     "mesh_index, spec, shape",
-    [(0, P("data"), (8, 3)), (0, P(), (3,)), (0, P("data"), (8,)), (1, P("data", "model"), (8, 6)),
-     (1, P("data"), (8, 6)), (1, P(None, "data"), (3, 4))],
+    [
+        (0, P("data"), (8, 3)),
+        (0, P(), (3,)),
+        (0, P("data"), (8,)),
+        (1, P("data", "model"), (8, 6)),
+        (1, P("data"), (8, 6)),
+        (1, P(None, "data"), (3, 4)),
+    ],
 )
 def test_shard_blocks_match_devices_indices_map(mesh_index, spec, shape):
     """Every device holds exactly the block devices_indices_map gives it, and the distinct blocks

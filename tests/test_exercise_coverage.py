@@ -10,11 +10,12 @@ import pathlib
 import re
 
 import pytest
-
 from test_checkers_never_crash import CHECKERS
 
 TESTS = pathlib.Path(__file__).resolve().parent
-FAILED_VERDICT = re.compile(r"assert not\b|assert_not_yet\(|assert_fails_with\(|fails_with\(|not_yet\(")
+FAILED_VERDICT = re.compile(
+    r"assert not\b|assert_not_yet\(|assert_fails_with\(|fails_with\(|not_yet\("
+)
 CHECKER_CALL = re.compile(r"\bcheck_\w+")
 MINIMUM = 3
 
@@ -23,7 +24,11 @@ def _parametrized_cases(node: ast.FunctionDef, text: str) -> tuple[int, set[str]
     """How many cases the test's parametrize decorators give, and the checkers they name."""
     cases, named = 1, set()
     for decorator in node.decorator_list:
-        if isinstance(decorator, ast.Call) and getattr(decorator.func, "attr", "") == "parametrize" and len(decorator.args) > 1:
+        if (
+            isinstance(decorator, ast.Call)
+            and getattr(decorator.func, "attr", "") == "parametrize"
+            and len(decorator.args) > 1
+        ):
             values = decorator.args[1]
             if isinstance(values, (ast.List, ast.Tuple)):
                 cases *= len(values.elts)
@@ -38,14 +43,19 @@ def wrong_answer_counts() -> dict[str, int]:
     for path in sorted(TESTS.glob("test_*.py")):
         text = path.read_text()
         for node in ast.parse(text).body:
-            if not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_")) or "stub" in node.name:
+            if (
+                not (isinstance(node, ast.FunctionDef) and node.name.startswith("test_"))
+                or "stub" in node.name
+            ):
                 continue
             source = ast.get_source_segment(text, node)
             if not FAILED_VERDICT.search(source):
                 continue
             cases, named = _parametrized_cases(node, text)
             called = {
-                name for name in real if name.split(".")[1] in set(CHECKER_CALL.findall(source)) | named
+                name
+                for name in real
+                if name.split(".")[1] in set(CHECKER_CALL.findall(source)) | named
             }
             if len(called) == 1:  # a test of one checker; tests over many checkers do not count
                 (name,) = called

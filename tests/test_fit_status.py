@@ -27,7 +27,9 @@ def all_finite(result) -> bool:
 def test_a_diverging_fit_warns_and_keeps_its_last_finite_iterate(level, small):
     optimizer = DIVERGING["level 5"] if level >= 5 else DIVERGING["levels 0-4"]
     options = {"tol": 0.0} if level >= 5 else {}
-    with pytest.warns(FitDivergedWarning, match=r"after step \d+ it found non-finite ELBO") as record:
+    with pytest.warns(
+        FitDivergedWarning, match=r"after step \d+ it found non-finite ELBO"
+    ) as record:
         result = LEVELS[level].fit(small, 8, optimizer=optimizer, **options)
     assert result.status_name == "diverged"
     assert all_finite(result)
@@ -35,7 +37,9 @@ def test_a_diverging_fit_warns_and_keeps_its_last_finite_iterate(level, small):
     assert steps < 8
     assert f"after {steps} steps" in str(record[0].message)
     # the trace keeps the finite ELBOs and repeats the last one: nothing NaN is left in it
-    np.testing.assert_array_equal(np.asarray(result.elbo_trace)[steps:], float(result.elbo_trace[steps]))
+    np.testing.assert_array_equal(
+        np.asarray(result.elbo_trace)[steps:], float(result.elbo_trace[steps])
+    )
 
 
 def test_the_kept_iterate_is_the_one_the_same_fit_reaches_in_that_many_steps(small):
@@ -43,10 +47,17 @@ def test_the_kept_iterate_is_the_one_the_same_fit_reaches_in_that_many_steps(sma
         diverged = level5.fit(small, 8, optimizer=DIVERGING["level 5"], tol=0.0)
     steps = int(diverged.n_steps)
     again = level5.fit_compiled(
-        pln.profiled.prepare(small), pln.init_variational(small), jax.numpy.float32(0.0), jax.numpy.int32(steps),
-        n_iter=8, optimizer=DIVERGING["level 5"], monitor_every=1,
+        pln.profiled.prepare(small),
+        pln.init_variational(small),
+        jax.numpy.float32(0.0),
+        jax.numpy.int32(steps),
+        n_iter=8,
+        optimizer=DIVERGING["level 5"],
+        monitor_every=1,
     )
-    np.testing.assert_array_equal(np.asarray(again.variational.latent_mean), np.asarray(diverged.variational.latent_mean))
+    np.testing.assert_array_equal(
+        np.asarray(again.variational.latent_mean), np.asarray(diverged.variational.latent_mean)
+    )
 
 
 def test_a_converged_fit_says_so(small):
@@ -58,14 +69,18 @@ def test_fit_many_reports_only_the_fits_that_diverged(small):
     """Restarts far from the data overflow; the others run on, and each keeps its own status."""
     keys = jax.random.split(jax.random.key(0), 3)
     with pytest.warns(FitDivergedWarning, match="of 3 fits diverged"):
-        results = level6.fit_many(small, 8, keys=keys, scale=0.5, optimizer=DIVERGING["level 5"], tol=0.0)
+        results = level6.fit_many(
+            small, 8, keys=keys, scale=0.5, optimizer=DIVERGING["level 5"], tol=0.0
+        )
     assert all_finite(results)
     assert {level6.fit_at(results, i).status_name for i in range(3)} == {"diverged"}
 
 
 def test_a_start_that_is_not_finite_is_an_error(small):
     start = pln.init_variational(small)
-    overflowing = start._replace(latent_mean=start.latent_mean + 200.0)  # exp(O + M) overflows float32
+    overflowing = start._replace(
+        latent_mean=start.latent_mean + 200.0
+    )  # exp(O + M) overflows float32
     with pytest.raises(FloatingPointError, match="not finite at the starting point"):
         level5.fit(small, 5, tol=0.0, start=overflowing)
 
@@ -77,6 +92,8 @@ def test_restarts_on_a_grid_report_divergence_too():
     data = pln.simulate(24, 5, key=jax.random.key(4), n_covariates=2).data
     keys = jax.random.split(jax.random.key(0), 2)
     with pytest.warns(FitDivergedWarning, match="of 2 fits diverged"):
-        results = mesh_fit.fit_restarts(data, 8, keys=keys, mesh=meshes.grid_mesh(2, 2), optimizer=DIVERGING["level 5"], tol=0.0)
+        results = mesh_fit.fit_restarts(
+            data, 8, keys=keys, mesh=meshes.grid_mesh(2, 2), optimizer=DIVERGING["level 5"], tol=0.0
+        )
     assert all_finite(results)
     assert {level6.fit_at(results, i).status_name for i in range(2)} == {"diverged"}

@@ -17,12 +17,43 @@ ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "chapters" / "glossary.qmd"
 
 REQUIRED_TERMS = [
-    "Tracer", "jaxpr", "HLO", "StableHLO", "XLA", "Weak type", "Static argument", "Pytree", "Leaf",
-    "Aux data", "Treedef", "Key", "`fold_in`", "Mesh", "Sharding", "PartitionSpec", "Collective",
-    "Donation", "Fusion", "Jit cache", "Persistent compilation cache", "Abstract value", "Batching axis",
-    "`custom_jvp`, `custom_vjp`", "JVP, VJP", "Primal", "Tangent", "Cotangent", "Residual", "Transpose",
-    "Linearize", "Rematerialisation", "Committed array", "Replicated, varying", "Lowered, Compiled",
-    "`ShapeDtypeStruct`", "Matmul precision",
+    "Tracer",
+    "jaxpr",
+    "HLO",
+    "StableHLO",
+    "XLA",
+    "Weak type",
+    "Static argument",
+    "Pytree",
+    "Leaf",
+    "Aux data",
+    "Treedef",
+    "Key",
+    "`fold_in`",
+    "Mesh",
+    "Sharding",
+    "PartitionSpec",
+    "Collective",
+    "Donation",
+    "Fusion",
+    "Jit cache",
+    "Persistent compilation cache",
+    "Abstract value",
+    "Batching axis",
+    "`custom_jvp`, `custom_vjp`",
+    "JVP, VJP",
+    "Primal",
+    "Tangent",
+    "Cotangent",
+    "Residual",
+    "Transpose",
+    "Linearize",
+    "Rematerialisation",
+    "Committed array",
+    "Replicated, varying",
+    "Lowered, Compiled",
+    "`ShapeDtypeStruct`",
+    "Matmul precision",
 ]
 
 
@@ -58,7 +89,9 @@ def test_every_qmd_link_in_the_glossary_points_to_a_listed_page():
 def test_the_glossary_defines_the_core_terms_each_with_a_link():
     entries = glossary_entries()
     assert [term for term in REQUIRED_TERMS if term not in entries] == []
-    unlinked = [term for term, text in entries.items() if "@sec-" not in text and ".qmd)" not in text]
+    unlinked = [
+        term for term, text in entries.items() if "@sec-" not in text and ".qmd)" not in text
+    ]
     assert unlinked == []
     assert list(entries) == sorted(entries, key=lambda term: term.strip("`").lower())
 
@@ -103,13 +136,16 @@ def test_the_persistent_cache_options_exist_and_it_is_off_by_default():
 
 def test_explicit_axes_need_set_mesh_for_a_bare_partition_spec():
     """Explicit axes: sharded inputs carry their mesh; a bare P needs jax.set_mesh."""
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     mesh = jax.make_mesh((len(jax.devices()),), ("data",))
     assert mesh.axis_types == (jax.sharding.AxisType.Explicit,)
     x = jax.device_put(jnp.ones((len(jax.devices()) * 2, 3)), NamedSharding(mesh, P("data")))
     assert "@data" in str(jax.typeof(jax.jit(lambda x: 2 * x)(x)))
-    with pytest.raises(ValueError, match="Using PartitionSpec when you are not under a mesh context is not allowed"):
+    with pytest.raises(
+        ValueError, match="Using PartitionSpec when you are not under a mesh context is not allowed"
+    ):
         jax.jit(lambda x: jax.reshard(x, P()))(x)
     with jax.set_mesh(mesh):
         assert "@" not in str(jax.typeof(jax.jit(lambda x: jax.reshard(x, P()))(x)))
@@ -119,7 +155,9 @@ def test_explicit_axes_need_set_mesh_for_a_bare_partition_spec():
 
 
 def abstract_tree(tree):
-    return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)), tree)
+    return jax.tree.map(
+        lambda leaf: jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)), tree
+    )
 
 
 def assert_not_yet(verdict, fragment):
@@ -141,7 +179,10 @@ def test_abstract_tree_stub_is_not_yet():
 
 def test_abstract_tree_list_of_leaves_loses_the_structure():
     def as_list(tree):
-        return [jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf)) for leaf in jax.tree.leaves(tree)]
+        return [
+            jax.ShapeDtypeStruct(jnp.shape(leaf), jnp.result_type(leaf))
+            for leaf in jax.tree.leaves(tree)
+        ]
 
     assert_not_yet(check_abstract_tree(as_list), "keep the tree's structure")
 
@@ -154,7 +195,9 @@ def test_abstract_tree_numpy_dtypes_fail():
     """NumPy gives a Python float float64; JAX traces it as float32."""
 
     def numpy_dtypes(tree):
-        return jax.tree.map(lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), np.asarray(leaf).dtype), tree)
+        return jax.tree.map(
+            lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), np.asarray(leaf).dtype), tree
+        )
 
     assert_not_yet(check_abstract_tree(numpy_dtypes), "Python floats in float32")
 
@@ -168,17 +211,26 @@ class EmptyClass:
 
 
 def test_abstract_tree_with_the_wrong_parameters_gets_a_signature_hint():
-    assert_not_yet(check_abstract_tree(lambda: None), "abstract_tree cannot be called with 1 argument(s)")
-    assert_not_yet(check_abstract_tree(EmptyClass), "abstract_tree cannot be called with 1 argument(s)")
+    assert_not_yet(
+        check_abstract_tree(lambda: None), "abstract_tree cannot be called with 1 argument(s)"
+    )
+    assert_not_yet(
+        check_abstract_tree(EmptyClass), "abstract_tree cannot be called with 1 argument(s)"
+    )
 
 
 def test_abstract_tree_returning_none_or_one_array_keeps_no_structure():
     assert_not_yet(check_abstract_tree(lambda tree: None), "got None")
-    assert_not_yet(check_abstract_tree(lambda tree: jnp.ones((2, 7))), "got an array of shape (2, 7)")
+    assert_not_yet(
+        check_abstract_tree(lambda tree: jnp.ones((2, 7))), "got an array of shape (2, 7)"
+    )
 
 
 def test_abstract_tree_leaves_with_a_bad_shape_get_a_hint():
     class NotAShape:
         shape, dtype = 3, "not a dtype"
 
-    assert_not_yet(check_abstract_tree(lambda tree: jax.tree.map(lambda leaf: NotAShape(), tree)), "tuple of ints")
+    assert_not_yet(
+        check_abstract_tree(lambda tree: jax.tree.map(lambda leaf: NotAShape(), tree)),
+        "tuple of ints",
+    )

@@ -114,9 +114,12 @@ def test_loop_bodies_are_searched():
 def test_a_sum_over_a_static_range_is_folded_to_a_constant():
     """The tracing chapter's claim: with n a Python constant, XLA computes sum(arange(n)) at compile
     time; the entry computation keeps no iota and no reduce, only the constant."""
+
     def sum_below(n):
         return jnp.sum(jnp.arange(n, dtype=jnp.float32))
 
     opcodes = entry_opcodes(partial(sum_below, 1_000_000))
     assert "constant" in opcodes and not {"iota", "reduce", "fusion"} & set(opcodes)
-    assert "fusion" in entry_opcodes(lambda x: jnp.sum(x * x), jnp.ones(1000))  # a sum of data is real work
+    assert "fusion" in entry_opcodes(
+        lambda x: jnp.sum(x * x), jnp.ones(1000)
+    )  # a sum of data is real work

@@ -26,14 +26,19 @@ def test_compiled_executable_rejects_other_shapes():
         return jnp.tanh(x) * 2.0 + jnp.sin(x) ** 2 - jnp.exp(-x) / (1.0 + x * x)
 
     compiled = jax.jit(chain).lower(jax.ShapeDtypeStruct((1_000,), jnp.float32)).compile()
-    with pytest.raises(TypeError, match="Argument types differ from the types for which this computation was compiled"):
+    with pytest.raises(
+        TypeError,
+        match="Argument types differ from the types for which this computation was compiled",
+    ):
         compiled(jnp.ones(10))
 
 
 def test_item_assignment_is_rejected():
     """Cell 'x_jax[0] = 10.0': JAX arrays are immutable and the error names .at[]."""
     x_jax = jnp.arange(5.0)
-    with pytest.raises(TypeError, match=r"JAX arrays are immutable and do not support in-place item assignment"):
+    with pytest.raises(
+        TypeError, match=r"JAX arrays are immutable and do not support in-place item assignment"
+    ):
         x_jax[0] = 10.0
 
 
@@ -65,9 +70,15 @@ def test_jax_numpy_rejects_a_list_where_numpy_accepts_it():
     """Cells 'jnp.sum([1.0, 2.0])' and 'jnp.sin((0.0, 1.0))' (and the sharp-bits row): a list or
     tuple where an array is expected is a TypeError; NumPy converts it; sequence functions accept it."""
     assert np.sum([1.0, 2.0]) == 3.0
-    with pytest.raises(TypeError, match=r"sum requires ndarray or scalar arguments, got <class 'list'> at position 0"):
+    with pytest.raises(
+        TypeError,
+        match=r"sum requires ndarray or scalar arguments, got <class 'list'> at position 0",
+    ):
         jnp.sum([1.0, 2.0])
-    with pytest.raises(TypeError, match=r"sin requires ndarray or scalar arguments, got <class 'tuple'> at position 0"):
+    with pytest.raises(
+        TypeError,
+        match=r"sin requires ndarray or scalar arguments, got <class 'tuple'> at position 0",
+    ):
         jnp.sin((0.0, 1.0))
     assert float(jnp.sum(jnp.asarray([1.0, 2.0]))) == 3.0
     assert jnp.stack([1.0, 2.0]).shape == (2,)
@@ -75,7 +86,7 @@ def test_jax_numpy_rejects_a_list_where_numpy_accepts_it():
 
 def _copies(fn, *args, **jit_options) -> int:
     text = jax.jit(fn, **jit_options).lower(*args).compile().as_text()
-    return text[text.index("ENTRY"):].count(" copy(")
+    return text[text.index("ENTRY") :].count(" copy(")
 
 
 def test_two_updated_versions_of_one_input_need_copies_donated_or_not():

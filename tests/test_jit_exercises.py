@@ -62,13 +62,20 @@ def test_apply_boundary_discarding_at_result_fails():
 
 
 def test_apply_boundary_wrong_ends_fail():
-    assert_not_yet(exercises.check_apply_boundary(lambda u, left, right: u.at[1:-1].multiply(0.5)), "end values")
+    assert_not_yet(
+        exercises.check_apply_boundary(lambda u, left, right: u.at[1:-1].multiply(0.5)),
+        "end values",
+    )
 
 
 def test_apply_boundary_returning_a_pair_gets_a_structure_hint():
     """(u, the new array): one array was asked for, and the hint says so."""
-    verdict = exercises.check_apply_boundary(lambda u, left, right: (u, apply_boundary(u, left, right)))
-    assert_not_yet(verdict, "should be one array of shape (6,) (the updated copy of u), got a tuple")
+    verdict = exercises.check_apply_boundary(
+        lambda u, left, right: (u, apply_boundary(u, left, right))
+    )
+    assert_not_yet(
+        verdict, "should be one array of shape (6,) (the updated copy of u), got a tuple"
+    )
 
 
 def test_apply_boundary_python_if_on_a_traced_value_fails_under_jit():
@@ -152,7 +159,9 @@ def test_time_blocked_unblocked_warmup_fails():
 
 
 def test_time_blocked_returning_milliseconds_in_a_string_fails():
-    assert_not_yet(exercises.check_time_blocked(lambda fn, x: f"{time_blocked(fn, x) * 1e3} ms"), "float")
+    assert_not_yet(
+        exercises.check_time_blocked(lambda fn, x: f"{time_blocked(fn, x) * 1e3} ms"), "float"
+    )
 
 
 def test_time_blocked_in_milliseconds_is_not_blamed_on_compilation():
@@ -205,24 +214,32 @@ def test_shrink_path_partial_in_loop_fails():
 def test_shrink_path_static_threshold_fails():
     """A static threshold is part of the cache key, so every new value compiles."""
     static = jax.jit(soft_threshold, static_argnames="threshold")
-    verdict = exercises.check_shrink_path(lambda x, thresholds: [static(x, threshold=t) for t in thresholds])
+    verdict = exercises.check_shrink_path(
+        lambda x, thresholds: [static(x, threshold=t) for t in thresholds]
+    )
     assert_not_yet(verdict, "static_argnames")
 
 
 def test_shrink_path_eager_fails():
     """Un-jitted code compiles one small program per operation on first use."""
-    verdict = exercises.check_shrink_path(lambda x, thresholds: [soft_threshold(x, t) for t in thresholds])
+    verdict = exercises.check_shrink_path(
+        lambda x, thresholds: [soft_threshold(x, t) for t in thresholds]
+    )
     assert_not_yet(verdict, "eager")
 
 
 def test_shrink_path_wrong_values_fail():
-    verdict = exercises.check_shrink_path(lambda x, thresholds: [soft_threshold_jit(x, 0.0) for _ in thresholds])
+    verdict = exercises.check_shrink_path(
+        lambda x, thresholds: [soft_threshold_jit(x, 0.0) for _ in thresholds]
+    )
     assert_not_yet(verdict, "wrong values")
 
 
 def test_shrink_path_dict_gets_a_structure_hint():
     """A dict keyed by threshold is not the list (or stacked array) asked for."""
-    verdict = exercises.check_shrink_path(lambda x, thresholds: {t: soft_threshold_jit(x, t) for t in thresholds})
+    verdict = exercises.check_shrink_path(
+        lambda x, thresholds: {t: soft_threshold_jit(x, t) for t in thresholds}
+    )
     assert_not_yet(verdict, "one array of shape")
 
 
@@ -231,14 +248,18 @@ def test_shrink_path_dict_gets_a_structure_hint():
 
 def precompile(fn, shapes, dtype):
     compiled = {
-        (tuple(shape), jnp.dtype(dtype)): jax.jit(fn).lower(jax.ShapeDtypeStruct(shape, dtype)).compile()
+        (tuple(shape), jnp.dtype(dtype)): jax.jit(fn)
+        .lower(jax.ShapeDtypeStruct(shape, dtype))
+        .compile()
         for shape in shapes
     }
 
     def serve(x):
         key = (tuple(x.shape), x.dtype)
         if key not in compiled:
-            raise ValueError(f"no executable for shape {key[0]} and dtype {key[1]}; served: {list(compiled)}")
+            raise ValueError(
+                f"no executable for shape {key[0]} and dtype {key[1]}; served: {list(compiled)}"
+            )
         return compiled[key](x)
 
     return serve
@@ -274,7 +295,9 @@ def _warm_up_with_data(fn, shapes, dtype):
 
 
 def _keyed_on_shape_only(fn, shapes, dtype):
-    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+    compiled = {
+        tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes
+    }
 
     def serve(x):
         if tuple(x.shape) not in compiled:
@@ -285,12 +308,16 @@ def _keyed_on_shape_only(fn, shapes, dtype):
 
 
 def _falls_back_to_jit(fn, shapes, dtype):
-    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+    compiled = {
+        tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes
+    }
     return lambda x: compiled[tuple(x.shape)](x) if tuple(x.shape) in compiled else jax.jit(fn)(x)
 
 
 def _key_error(fn, shapes, dtype):
-    compiled = {tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes}
+    compiled = {
+        tuple(s): jax.jit(fn).lower(jax.ShapeDtypeStruct(s, dtype)).compile() for s in shapes
+    }
     return lambda x: compiled[tuple(x.shape)](x)
 
 
@@ -352,9 +379,15 @@ def test_agrees_with_float64_simulated_miscompile_is_wrong_only_under_jit():
 def test_agrees_with_float64_float32_cancellation_fools_a_float32_reference():
     """sum(exp(x) - 1) at x = 1e-8: eager float32 equals jit (both 0), float64 does not."""
     x = jnp.full(1_000, 1e-8, jnp.float32)
-    assert float(exercises._exp_minus_one_sum(x)) == float(jax.jit(exercises._exp_minus_one_sum)(x)) == 0.0
+    assert (
+        float(exercises._exp_minus_one_sum(x))
+        == float(jax.jit(exercises._exp_minus_one_sum)(x))
+        == 0.0
+    )
     with jax.enable_x64(True):
-        assert float(exercises._exp_minus_one_sum(np.asarray(x, np.float64))) == pytest.approx(1e-5, rel=1e-6)
+        assert float(exercises._exp_minus_one_sum(np.asarray(x, np.float64))) == pytest.approx(
+            1e-5, rel=1e-6
+        )
 
 
 def test_agrees_with_float64_absolute_tolerance_fails():
@@ -373,7 +406,9 @@ def test_agrees_with_float64_float32_eager_reference_fails():
         reference = float(fn(x))
         return abs(float(jax.jit(fn)(x)) - reference) <= rtol * abs(reference)
 
-    assert_not_yet(exercises.check_agrees_with_float64(float32_reference), "shares float32's rounding")
+    assert_not_yet(
+        exercises.check_agrees_with_float64(float32_reference), "shares float32's rounding"
+    )
 
 
 def test_agrees_with_float64_without_enable_x64_fails():
@@ -397,7 +432,9 @@ def test_agrees_with_float64_returning_the_difference_fails():
 
 def test_agrees_with_float64_reversed_comparison_fails():
     assert_not_yet(
-        exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: not agrees_with_float64(fn, x, rtol)),
+        exercises.check_agrees_with_float64(
+            lambda fn, x, rtol=1e-4: not agrees_with_float64(fn, x, rtol)
+        ),
         "answers are reversed",
     )
 
@@ -416,7 +453,8 @@ def test_agrees_with_float64_without_jit_fails():
 
 def test_agrees_with_float64_fixed_rtol_fails():
     assert_not_yet(
-        exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: agrees_with_float64(fn, x)), "rtol argument"
+        exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: agrees_with_float64(fn, x)),
+        "rtol argument",
     )
 
 

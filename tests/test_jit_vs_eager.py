@@ -18,8 +18,16 @@ import pytest
 from scipy.special import gammaln
 
 from jaxcourse import jit_parity
-from jaxcourse.pln import Variational, closed_form_params, elbo_statistics, init_variational, level5, load_oaks, profiled
-from jaxcourse.pln import log_factorial, negative_elbo
+from jaxcourse.pln import (
+    Variational,
+    closed_form_params,
+    elbo_statistics,
+    init_variational,
+    load_oaks,
+    log_factorial,
+    negative_elbo,
+    profiled,
+)
 from jaxcourse.pln.constants import OAKS100_SHAPE, OAKS_SHAPE
 from jaxcourse.reductions import column_sums, total
 from tools.book import pinned_jax_version
@@ -64,7 +72,9 @@ def test_log_reduction_matches_eager_on_other_samples(seed):
 def test_summing_the_terms_apart_is_right(shape):
     """The chapter's workaround: two sums added afterwards agree with float64 on every version."""
     x = jit_parity.sample(shape)
-    assert jit_parity.is_close(float(jax.jit(jit_parity.log_reduction_in_parts)(x)), jit_parity.float64_sum(x))
+    assert jit_parity.is_close(
+        float(jax.jit(jit_parity.log_reduction_in_parts)(x)), jit_parity.float64_sum(x)
+    )
 
 
 def test_without_ynn_fusion_every_result_is_right():
@@ -95,7 +105,9 @@ def test_the_reported_reproducer_of_39103_is_fixed():
 
     index = jnp.arange(32_769, dtype=jnp.float32)
     rows = jnp.stack([index, jnp.zeros_like(index), jnp.zeros_like(index)], axis=1)
-    np.testing.assert_allclose(jax.jit(sum_of_squares_per_row)(rows), np.asarray(index, np.float64) ** 2, rtol=1e-6)
+    np.testing.assert_allclose(
+        jax.jit(sum_of_squares_per_row)(rows), np.asarray(index, np.float64) ** 2, rtol=1e-6
+    )
 
 
 # The package's own reductions, at the oaks size and at oaks x 100.
@@ -109,7 +121,8 @@ def problem(request):
     # Away from the start, where M and S are nearly constant per species: a generic point.
     variational = Variational(
         start.latent_mean + 0.3 * jax.random.normal(key_mean, start.latent_mean.shape),
-        start.latent_sqrt_var * jnp.exp(0.3 * jax.random.normal(key_var, start.latent_sqrt_var.shape)),
+        start.latent_sqrt_var
+        * jnp.exp(0.3 * jax.random.normal(key_var, start.latent_sqrt_var.shape)),
     )
     return data, variational
 
@@ -125,7 +138,9 @@ def assert_jit_and_eager_match(fn, args, expected, scale):
         eager = fn(*args)
     jitted = jax.jit(fn)(*args)
     for label, value in (("eager", eager), ("jit", jitted)):
-        np.testing.assert_allclose(float64(value), expected, rtol=0, atol=1e-5 * scale, err_msg=label)
+        np.testing.assert_allclose(
+            float64(value), expected, rtol=0, atol=1e-5 * scale, err_msg=label
+        )
 
 
 def test_poisson_term_of_the_elbo(problem):
@@ -133,7 +148,12 @@ def test_poisson_term_of_the_elbo(problem):
     data, (mean, sqrt_var) = problem
     counts, offsets = float64(data.counts), float64(data.offsets)
     log_rate, variance = offsets + float64(mean), float64(sqrt_var) ** 2
-    terms = counts * log_rate - np.exp(log_rate + variance / 2) + np.log(variance) / 2 - gammaln(counts + 1)
+    terms = (
+        counts * log_rate
+        - np.exp(log_rate + variance / 2)
+        + np.log(variance) / 2
+        - gammaln(counts + 1)
+    )
     coef = closed_form_params(data, problem[1]).coef
 
     def poisson(data, variational, coef):
@@ -156,10 +176,20 @@ def test_log_factorial_sums(problem):
     data, _ = problem
     counts = float64(data.counts)
     expected = gammaln(counts + 1).sum()
-    assert_jit_and_eager_match(lambda y: jnp.sum(log_factorial(y)), (data.counts,), expected, expected)
-    assert_jit_and_eager_match(lambda y: total(log_factorial(y)), (data.counts,), expected, expected)
-    constant_terms = np.where(counts > 0, counts * np.log(np.maximum(counts, 1)), 0) - counts - gammaln(counts + 1)
-    np.testing.assert_allclose(profiled.log_factorial_constant(data.counts), constant_terms.sum(), rtol=1e-12)
+    assert_jit_and_eager_match(
+        lambda y: jnp.sum(log_factorial(y)), (data.counts,), expected, expected
+    )
+    assert_jit_and_eager_match(
+        lambda y: total(log_factorial(y)), (data.counts,), expected, expected
+    )
+    constant_terms = (
+        np.where(counts > 0, counts * np.log(np.maximum(counts, 1)), 0)
+        - counts
+        - gammaln(counts + 1)
+    )
+    np.testing.assert_allclose(
+        profiled.log_factorial_constant(data.counts), constant_terms.sum(), rtol=1e-12
+    )
 
 
 def test_level5_poisson_sum(problem):
@@ -168,15 +198,24 @@ def test_level5_poisson_sum(problem):
     counts, offsets = float64(data.counts), float64(data.offsets)
     mean, variance = float64(variational.latent_mean), float64(variational.latent_sqrt_var) ** 2
     log_counts = np.log(np.where(counts > 0, counts, 1))
-    terms = counts * (mean + offsets - log_counts) + counts - np.exp(offsets + mean + variance / 2) + np.log(variance) / 2
+    terms = (
+        counts * (mean + offsets - log_counts)
+        + counts
+        - np.exp(offsets + mean + variance / 2)
+        + np.log(variance) / 2
+    )
     prepared = profiled.prepare(data)
-    assert_jit_and_eager_match(profiled.poisson_sum, (prepared, variational), terms.sum(), np.abs(terms).sum())
+    assert_jit_and_eager_match(
+        profiled.poisson_sum, (prepared, variational), terms.sum(), np.abs(terms).sum()
+    )
 
 
 def assert_leaves_close(jitted, eager):
     """Each leaf of two pytrees of arrays agrees to 1e-4, or to 1e-5 of the leaf's largest entry."""
     for jit_leaf, eager_leaf in zip(jax.tree.leaves(jitted), jax.tree.leaves(eager), strict=True):
-        np.testing.assert_allclose(jit_leaf, eager_leaf, rtol=1e-4, atol=1e-5 * float(jnp.max(jnp.abs(eager_leaf))))
+        np.testing.assert_allclose(
+            jit_leaf, eager_leaf, rtol=1e-4, atol=1e-5 * float(jnp.max(jnp.abs(eager_leaf)))
+        )
 
 
 def test_level5_evaluation_and_elbo_gradient(problem):

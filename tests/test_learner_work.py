@@ -19,8 +19,18 @@ import pytest
 from tools.learner import WORK_DIR, make_work_copies, setup_problems
 
 ROOT = Path(__file__).resolve().parents[1]
-COPIED = ["scripts", "tools", "notebooks", "chapters", "resources", "_quarto.yml", "index.qmd",
-          "workshop.qmd", "requirements.txt", ".gitignore"]
+COPIED = [
+    "scripts",
+    "tools",
+    "notebooks",
+    "chapters",
+    "resources",
+    "_quarto.yml",
+    "index.qmd",
+    "workshop.qmd",
+    "requirements.txt",
+    ".gitignore",
+]
 LINKED = [".venv", "src"]  # the environment is not rebuilt; the editable install points at src/
 CHAPTER = "tracing"
 """The chapter course.sh executes here: the fastest to run."""
@@ -106,5 +116,7 @@ def test_saved_answers_survive_the_learner_commands(tmp_path):
     assert (clone / "_site" / "chapters" / f"{CHAPTER}.html").exists()
     assert {path: path.read_text() for path in (work, student)} == saved
 
-    developer = run(clone, str(ROOT / ".venv" / "bin" / "python"), "-m", "tools.notebooks", "--check")
+    developer = run(
+        clone, str(ROOT / ".venv" / "bin" / "python"), "-m", "tools.notebooks", "--check"
+    )
     assert developer.returncode == 1 and f"student/{CHAPTER}.ipynb" in developer.stdout

@@ -8,23 +8,22 @@ import pytest
 import torch
 
 from jaxcourse.hlo import intermediate_arrays
-from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS_STIRLING
-from jaxcourse.tracecount import count_compilations
 from jaxcourse.pln import (
     ADAM,
+    Variational,
     as_float64,
     convergence,
-    profiled,
-    Variational,
     init_variational,
     level2,
     level5,
     load_oaks,
+    profiled,
     profiled_elbo,
     simulate,
     stirling_correction,
 )
-
+from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS_STIRLING
+from jaxcourse.tracecount import count_compilations
 
 
 @pytest.fixture(scope="module")
@@ -80,9 +79,13 @@ def test_log_factorial_constant_is_summed_in_float64(oaks):
 @pytest.mark.parametrize("largest", [0, 5, 3000, 10**7])
 def test_log_factorial_constant_by_histogram_or_entry_by_entry(largest):
     """Small counts go through a histogram, huge ones entry by entry: the same float64 sum."""
-    counts = np.random.default_rng(largest).integers(0, largest + 1, size=(40, 7)).astype(np.float32)
+    counts = (
+        np.random.default_rng(largest).integers(0, largest + 1, size=(40, 7)).astype(np.float32)
+    )
     counts[0, 0] = largest
-    np.testing.assert_allclose(profiled.log_factorial_constant(counts), entry_by_entry_constant(counts), rtol=1e-12)
+    np.testing.assert_allclose(
+        profiled.log_factorial_constant(counts), entry_by_entry_constant(counts), rtol=1e-12
+    )
 
 
 def test_analytic_gradient_equals_autodiff(oaks):
@@ -118,9 +121,14 @@ def test_jit_equals_eager(key):
     compiled = level5.fit(data, 15, tol=0.0)
     with jax.disable_jit():
         eager = level5.fit(data, 15, tol=0.0)
-    np.testing.assert_allclose(np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5)
     np.testing.assert_allclose(
-        np.asarray(compiled.variational.latent_mean), np.asarray(eager.variational.latent_mean), rtol=1e-4, atol=1e-4
+        np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5
+    )
+    np.testing.assert_allclose(
+        np.asarray(compiled.variational.latent_mean),
+        np.asarray(eager.variational.latent_mean),
+        rtol=1e-4,
+        atol=1e-4,
     )
 
 
@@ -142,8 +150,12 @@ def test_tol_stops_the_loop_and_pads_the_trace(oaks):
     assert np.all(trace[n_steps:] == trace[n_steps])
     gain = abs(trace[n_steps] - trace[n_steps - convergence.TOL_WINDOW])
     assert gain < convergence.TOL_WINDOW * 1e-5 * abs(trace[n_steps])
-    with jax.enable_x64(True):  # float64: the levels' float32 formula is itself off by ~0.05 nats here
-        returned = profiled_elbo(as_float64(oaks), Variational(*as_float64(tuple(loose.variational))))
+    with jax.enable_x64(
+        True
+    ):  # float64: the levels' float32 formula is itself off by ~0.05 nats here
+        returned = profiled_elbo(
+            as_float64(oaks), Variational(*as_float64(tuple(loose.variational)))
+        )
     np.testing.assert_allclose(float(returned), trace[-1], rtol=1e-6)
 
     tight = level5.fit(oaks, 300, tol=1e-7)
@@ -197,7 +209,9 @@ def oaks_goal(oaks):
 def test_newton_rprop_converges_faster_on_oaks(oaks, oaks_fits):
     """The Newton-Rprop option reaches 0.5 nats of the optimum in fewer iterations than Rprop."""
     goal = oaks_goal(oaks)
-    assert iterations_to_reach(oaks_fits["newton-rprop"], goal) < iterations_to_reach(oaks_fits["rprop"], goal)
+    assert iterations_to_reach(oaks_fits["newton-rprop"], goal) < iterations_to_reach(
+        oaks_fits["rprop"], goal
+    )
 
 
 def test_newton_momentum_converges_fastest_on_oaks(oaks, oaks_fits):
@@ -206,7 +220,11 @@ def test_newton_momentum_converges_fastest_on_oaks(oaks, oaks_fits):
     goal = oaks_goal(oaks)
     momentum = oaks_fits["newton-momentum"]
     assert np.asarray(momentum.elbo_trace)[-1] >= goal
-    assert 0 < iterations_to_reach(momentum, goal) < iterations_to_reach(oaks_fits["newton-rprop"], goal) / 2
+    assert (
+        0
+        < iterations_to_reach(momentum, goal)
+        < iterations_to_reach(oaks_fits["newton-rprop"], goal) / 2
+    )
     assert bool(jnp.all(momentum.variational.latent_sqrt_var > 0))
 
 
@@ -221,7 +239,9 @@ def test_fit_from_a_given_start_returns_the_documented_shapes(key):
     assert int(result.n_steps) == 7
 
 
-@pytest.mark.parametrize(("tol", "error"), [(-1.0, ValueError), ("small", TypeError), (float("nan"), ValueError)])
+@pytest.mark.parametrize(
+    ("tol", "error"), [(-1.0, ValueError), ("small", TypeError), (float("nan"), ValueError)]
+)
 def test_bad_tol_is_rejected(oaks, tol, error):
     """A negative, NaN or non-numeric tol is an error, not a silent never-stopping loop."""
     with pytest.raises(error, match="tol"):
@@ -238,7 +258,10 @@ def test_monitor_every_computes_the_elbo_at_multiples_only(oaks):
     assert np.flatnonzero(computed).tolist() == [0, 5, 10, 15, 20]
     np.testing.assert_allclose(sparse_trace[computed], dense_trace[computed], rtol=1e-6)
     np.testing.assert_allclose(
-        np.asarray(sparse.variational.latent_mean), np.asarray(every.variational.latent_mean), rtol=1e-6, atol=1e-6
+        np.asarray(sparse.variational.latent_mean),
+        np.asarray(every.variational.latent_mean),
+        rtol=1e-6,
+        atol=1e-6,
     )
 
 
@@ -258,10 +281,14 @@ def test_monitor_every_jit_equals_eager(key):
     compiled = level5.fit(data, 12, tol=0.0, monitor_every=5)
     with jax.disable_jit():
         eager = level5.fit(data, 12, tol=0.0, monitor_every=5)
-    np.testing.assert_allclose(np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5)
+    np.testing.assert_allclose(
+        np.asarray(compiled.elbo_trace), np.asarray(eager.elbo_trace), rtol=1e-5
+    )
 
 
-@pytest.mark.parametrize("monitor_every, error", [(0, ValueError), (7, ValueError), (2.0, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    "monitor_every, error", [(0, ValueError), (7, ValueError), (2.0, TypeError), (True, TypeError)]
+)
 def test_monitor_every_must_divide_the_tolerance_window(oaks, monitor_every, error):
     with pytest.raises(error, match="monitor_every"):
         level5.fit(oaks, 10, monitor_every=monitor_every)
@@ -273,8 +300,12 @@ def test_cholesky_and_precision_invert_the_covariance():
         a = np.random.default_rng(3).normal(size=(40, 6))
         covariance = jnp.asarray(a.T @ a / 40 + 0.1 * np.eye(6))
         chol, precision = jax.jit(profiled.cholesky_and_precision)(covariance)
-        np.testing.assert_allclose(np.asarray(chol @ chol.T), np.asarray(covariance), rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(np.asarray(precision), np.linalg.inv(np.asarray(covariance)), rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(
+            np.asarray(chol @ chol.T), np.asarray(covariance), rtol=1e-12, atol=1e-12
+        )
+        np.testing.assert_allclose(
+            np.asarray(precision), np.linalg.inv(np.asarray(covariance)), rtol=1e-10, atol=1e-10
+        )
         np.testing.assert_array_equal(np.asarray(precision), np.asarray(precision).T)
 
 

@@ -26,11 +26,16 @@ def test_sharded_fit_equals_level5_in_float64(key, optimizer):
         single = level5.fit(data, 150, tol=1e-10, optimizer=optimizer)
         sharded = level6.fit(data, 150, tol=1e-10, optimizer=optimizer)
         assert int(sharded.n_steps) == int(single.n_steps)
-        np.testing.assert_allclose(np.asarray(sharded.elbo_trace), np.asarray(single.elbo_trace), rtol=1e-11)
+        np.testing.assert_allclose(
+            np.asarray(sharded.elbo_trace), np.asarray(single.elbo_trace), rtol=1e-11
+        )
         for ours, theirs in zip(sharded.variational, single.variational):
             np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-8, atol=1e-10)
         np.testing.assert_allclose(
-            np.asarray(sharded.params.covariance), np.asarray(single.params.covariance), rtol=1e-8, atol=1e-12
+            np.asarray(sharded.params.covariance),
+            np.asarray(single.params.covariance),
+            rtol=1e-8,
+            atol=1e-12,
         )
 
 
@@ -52,7 +57,9 @@ def test_sharded_fit_on_oaks_matches_level5():
     oaks = load_oaks()
     single = level5.fit(oaks, 150, tol=0.0)
     sharded = level6.fit(oaks, 150, tol=0.0)
-    np.testing.assert_allclose(float(sharded.elbo_trace[-1]), float(single.elbo_trace[-1]), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(sharded.elbo_trace[-1]), float(single.elbo_trace[-1]), rtol=1e-5
+    )
 
 
 def test_uneven_split_is_rejected(key):
@@ -69,11 +76,16 @@ def test_vmapped_restarts_equal_separate_fits(key):
         many = level6.fit_many(data, 80, keys=keys, tol=1e-9)
         starts = level6.random_starts(data, keys)
         for i in range(3):
-            one = level5.fit(data, 80, tol=1e-9, start=jax.tree.map(lambda a: a[i], starts))
+            one = level5.fit(data, 80, tol=1e-9, start=jax.tree.map(lambda a: a[i], starts))  # noqa: B023
             assert int(many.n_steps[i]) == int(one.n_steps)
-            np.testing.assert_allclose(np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11)
             np.testing.assert_allclose(
-                np.asarray(many.variational.latent_mean[i]), np.asarray(one.variational.latent_mean), rtol=1e-9, atol=1e-12
+                np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11
+            )
+            np.testing.assert_allclose(
+                np.asarray(many.variational.latent_mean[i]),
+                np.asarray(one.variational.latent_mean),
+                rtol=1e-9,
+                atol=1e-12,
             )
 
 
@@ -85,7 +97,9 @@ def test_vmapped_datasets_equal_separate_fits(key):
         assert many.elbo_trace.shape == (3, 60)
         for i, data in enumerate(datasets):
             one = level5.fit(data, 60, tol=1e-9)
-            np.testing.assert_allclose(np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11)
+            np.testing.assert_allclose(
+                np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11
+            )
 
 
 def test_fit_many_argument_errors(key):

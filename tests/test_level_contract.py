@@ -11,7 +11,15 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcourse.pln import ADAM, LEVELS, SHARED_ALGORITHM_LEVELS, FitResult, level5, make_data, simulate
+from jaxcourse.pln import (
+    ADAM,
+    LEVELS,
+    SHARED_ALGORITHM_LEVELS,
+    FitResult,
+    level5,
+    make_data,
+    simulate,
+)
 
 LEVEL_OPTIONS = {
     0: set(),
@@ -55,7 +63,10 @@ def test_fit_has_the_common_signature(level):
     positional = [name for name, p in parameters.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
     keyword_only = {name: p for name, p in parameters.items() if p.kind is p.KEYWORD_ONLY}
     assert positional == ["data", "n_iter"]
-    assert "optimizer" in keyword_only and keyword_only["optimizer"].default is not inspect.Parameter.empty
+    assert (
+        "optimizer" in keyword_only
+        and keyword_only["optimizer"].default is not inspect.Parameter.empty
+    )
     assert set(keyword_only) - {"optimizer"} == LEVEL_OPTIONS[level]
     assert all(p.default is not inspect.Parameter.empty for p in keyword_only.values())
     for option in LEVEL_OPTIONS[level]:
@@ -91,7 +102,9 @@ def test_n_iter_counts_steps_and_n_steps_is_always_set(level, small):
     assert isinstance(result, FitResult)
     assert result.elbo_trace.shape == (7,)
     assert np.issubdtype(np.asarray(result.n_steps).dtype, np.integer) and int(result.n_steps) == 7
-    np.testing.assert_allclose(np.asarray(result.elbo_trace), np.asarray(reference.elbo_trace), rtol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(result.elbo_trace), np.asarray(reference.elbo_trace), rtol=1e-4
+    )
 
 
 def test_early_stop_takes_fewer_steps_than_n_iter(small):
@@ -100,10 +113,16 @@ def test_early_stop_takes_fewer_steps_than_n_iter(small):
 
 
 @pytest.mark.parametrize("level", [5, 6])
-@pytest.mark.parametrize(("option", "value", "error"), [
-    ("tol", -1.0, ValueError), ("tol", "small", TypeError),
-    ("monitor_every", 7, ValueError), ("blas_threads", 0, ValueError), ("blas_threads", 1.5, TypeError),
-])
+@pytest.mark.parametrize(
+    ("option", "value", "error"),
+    [
+        ("tol", -1.0, ValueError),
+        ("tol", "small", TypeError),
+        ("monitor_every", 7, ValueError),
+        ("blas_threads", 0, ValueError),
+        ("blas_threads", 1.5, TypeError),
+    ],
+)
 def test_level_options_are_checked(level, option, value, error, small):
     with pytest.raises(error):
         LEVELS[level].fit(small, 3, **{option: value})

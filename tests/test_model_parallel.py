@@ -46,14 +46,18 @@ def test_every_variant_equals_the_single_device_step(mesh, problem, name):
     plan = mp.PLANS[name]
     reference_params, reference_losses = problem[3]
     with jax.set_mesh(mesh):
-        for step, options in [(mp.sharded_step, {"plan": plan}), (mp.shard_map_step, {"plan": plan, "mesh": mesh})]:
+        for step, options in [
+            (mp.sharded_step, {"plan": plan}),
+            (mp.shard_map_step, {"plan": plan, "mesh": mesh}),
+        ]:
             params, losses = mp.train(step, *_sharded(mesh, problem, plan), N_STEPS, **options)
             assert max_abs_difference(params, reference_params) < 1e-5, step.__name__
             np.testing.assert_allclose(losses, reference_losses, rtol=1e-5)
             specs = jax.tree.leaves(mp.stored_specs(plan), is_leaf=lambda s: isinstance(s, P))
             for leaf, spec in zip(jax.tree.leaves(params), specs):
-                assert tuple(leaf.sharding.spec) + (None,) * (leaf.ndim - len(leaf.sharding.spec)) == \
-                    tuple(spec) + (None,) * (leaf.ndim - len(spec))
+                assert tuple(leaf.sharding.spec) + (None,) * (
+                    leaf.ndim - len(leaf.sharding.spec)
+                ) == tuple(spec) + (None,) * (leaf.ndim - len(spec))
 
 
 def test_gradient_from_outside_is_right_without_check_vma(mesh, problem):
@@ -63,7 +67,9 @@ def test_gradient_from_outside_is_right_without_check_vma(mesh, problem):
     expected = jax.grad(lambda p: mp.mse(mp.mlp(p, x), y))(params)
     placed, _, x_rows, y_rows = _sharded(mesh, problem, plan)
     for check_vma in (True, False):
-        grads = jax.jit(jax.grad(mp.shard_map_loss(plan, mesh, check_vma=check_vma)))(placed, x_rows, y_rows)
+        grads = jax.jit(jax.grad(mp.shard_map_loss(plan, mesh, check_vma=check_vma)))(
+            placed, x_rows, y_rows
+        )
         assert max_abs_difference(grads, expected) < 1e-5
 
 
@@ -84,19 +90,29 @@ PINNED_COUNTS = {
 def test_collective_counts_in_the_compiled_step(mesh, problem, name, style):
     """The steps that the test above ran, as compiled (from JAX's cache), counted."""
     plan = mp.PLANS[name]
-    step, options = (mp.sharded_step, {"plan": plan}) if style == "jit" else (mp.shard_map_step, {"plan": plan, "mesh": mesh})
+    step, options = (
+        (mp.sharded_step, {"plan": plan})
+        if style == "jit"
+        else (mp.shard_map_step, {"plan": plan, "mesh": mesh})
+    )
     with jax.set_mesh(mesh):
         counts = hlo.collective_counts(step, *_sharded(mesh, problem, plan), **options)
-    assert (counts["all-reduce"], counts["all-gather"], counts["reduce-scatter"]) == PINNED_COUNTS[name, style]
+    assert (counts["all-reduce"], counts["all-gather"], counts["reduce-scatter"]) == PINNED_COUNTS[
+        name, style
+    ]
     assert counts["collective-permute"] == counts["all-to-all"] == 0
 
 
 def test_check_sizes_names_what_does_not_split(mesh):
-    with pytest.raises(ValueError, match="5 hidden units do not split evenly over the 2 devices of 'model'"):
+    with pytest.raises(
+        ValueError, match="5 hidden units do not split evenly over the 2 devices of 'model'"
+    ):
         mp.check_sizes(mp.PLANS["tensor parallel"], mesh, n_samples=8, n_in=4, n_hidden=5, n_out=2)
     with pytest.raises(ValueError, match="not an axis of"):
         mp.check_sizes(mp.Plan("rows", None), mesh, n_samples=8, n_in=4, n_hidden=6, n_out=2)
-    mp.check_sizes(mp.PLANS["FSDP + tensor parallel"], mesh, n_samples=8, n_in=4, n_hidden=6 + 2, n_out=2)
+    mp.check_sizes(
+        mp.PLANS["FSDP + tensor parallel"], mesh, n_samples=8, n_in=4, n_hidden=6 + 2, n_out=2
+    )
 
 
 # --- collectives ------------------------------------------------------------------------------
@@ -104,7 +120,9 @@ def test_check_sizes_names_what_does_not_split(mesh):
 
 def _per_device(mesh, body, *arrays):
     spec = P(meshes.DATA)
-    program = jax.shard_map(body, mesh=mesh, in_specs=(spec,) * len(arrays), out_specs=spec, check_vma=False)
+    program = jax.shard_map(
+        body, mesh=mesh, in_specs=(spec,) * len(arrays), out_specs=spec, check_vma=False
+    )
     with jax.set_mesh(mesh):
         return jax.jit(program)(*(jax.device_put(a, NamedSharding(mesh, spec)) for a in arrays))
 
@@ -115,10 +133,16 @@ def test_collective_matmul_equals_the_plain_product_with_ppermutes_only():
     w = jax.random.normal(jax.random.key(3), (32, 8))
     for fn in (collectives.gathered_matmul, collectives.collective_matmul):
         got = _per_device(line, partial(fn, axis_name=meshes.DATA), x, w)
-        np.testing.assert_allclose(np.asarray(got), np.asarray(x) @ np.asarray(w), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            np.asarray(got), np.asarray(x) @ np.asarray(w), rtol=1e-4, atol=1e-4
+        )
     spec = P(meshes.DATA)
-    program = jax.shard_map(partial(collectives.collective_matmul, axis_name=meshes.DATA), mesh=line,
-                            in_specs=(spec, spec), out_specs=spec)
+    program = jax.shard_map(
+        partial(collectives.collective_matmul, axis_name=meshes.DATA),
+        mesh=line,
+        in_specs=(spec, spec),
+        out_specs=spec,
+    )
     with jax.set_mesh(line):
         args = [jax.device_put(a, NamedSharding(line, spec)) for a in (x, w)]
         counts = hlo.collective_counts(program, *args)
@@ -127,8 +151,11 @@ def test_collective_matmul_equals_the_plain_product_with_ppermutes_only():
 
 def test_bytes_sent_follow_the_ring_algorithms():
     assert collectives.bytes_sent_per_device("psum", 1000, 4) == 1500
-    assert collectives.bytes_sent_per_device("psum_scatter", 1000, 4) + \
-        collectives.bytes_sent_per_device("all_gather", 250, 4) == 1500
+    assert (
+        collectives.bytes_sent_per_device("psum_scatter", 1000, 4)
+        + collectives.bytes_sent_per_device("all_gather", 250, 4)
+        == 1500
+    )
     assert collectives.bytes_sent_per_device("ppermute", 1000, 4) == 1000
     with pytest.raises(ValueError, match="unknown collective 'pmax'"):
         collectives.bytes_sent_per_device("pmax", 1000, 4)
@@ -148,19 +175,29 @@ def test_each_collective_compiles_to_its_hlo_instruction(mesh):
     with jax.set_mesh(mesh):
         x = jnp.ones((8, 4), out_sharding=P(meshes.DATA))
         for name, body in bodies.items():
-            program = jax.shard_map(body, mesh=mesh, in_specs=P(meshes.DATA), out_specs=P(meshes.DATA), check_vma=False)
+            program = jax.shard_map(
+                body, mesh=mesh, in_specs=P(meshes.DATA), out_specs=P(meshes.DATA), check_vma=False
+            )
             counts = hlo.collective_counts(program, x)
             assert {op for op, n in counts.items() if n} == {collectives.HLO_NAMES[name]}, name
 
 
 def test_collective_moves_read_back_what_moved():
     line = jax.make_mesh((4,), (meshes.DATA,))
-    gathered = diagrams.collective_moves(lambda b: lax.all_gather(b, meshes.DATA, tiled=True), line, meshes.DATA, blocks=2)
+    gathered = diagrams.collective_moves(
+        lambda b: lax.all_gather(b, meshes.DATA, tiled=True), line, meshes.DATA, blocks=2
+    )
     assert gathered.before[1] == (frozenset({(1, 0)}), frozenset({(1, 1)}))
-    assert all(row == tuple(frozenset({(d, j)}) for d in range(4) for j in range(2)) for row in gathered.after)
-    summed = diagrams.collective_moves(lambda b: lax.psum(b, meshes.DATA), line, meshes.DATA, blocks=2)
+    assert all(
+        row == tuple(frozenset({(d, j)}) for d in range(4) for j in range(2))
+        for row in gathered.after
+    )
+    summed = diagrams.collective_moves(
+        lambda b: lax.psum(b, meshes.DATA), line, meshes.DATA, blocks=2
+    )
     assert summed.after[3] == tuple(frozenset((d, j) for d in range(4)) for j in range(2))
     shifted = diagrams.collective_moves(
-        lambda b: lax.ppermute(b, meshes.DATA, collectives.ring(4)), line, meshes.DATA, blocks=1)
+        lambda b: lax.ppermute(b, meshes.DATA, collectives.ring(4)), line, meshes.DATA, blocks=1
+    )
     assert shifted.after[0] == (frozenset({(3, 0)}),)
     diagrams.plot_collective(summed, title="psum")

@@ -13,7 +13,11 @@ def test_two_processes_train_like_one_device():
     reports = multiprocess.launch(2, devices_per_process=2, n_steps=2, timeout=120)
     assert [r["process_id"] for r in reports] == [0, 1]
     for report in reports:
-        assert (report["process_count"], report["global_devices"], report["local_devices"]) == (2, 4, 2)
+        assert (report["process_count"], report["global_devices"], report["local_devices"]) == (
+            2,
+            4,
+            2,
+        )
         assert report["max_abs_difference"] < 1e-5
     assert reports[0]["losses"] == reports[1]["losses"]
 

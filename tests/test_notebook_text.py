@@ -14,7 +14,9 @@ from tools.crossref import all_targets, number_book
 from tools.quarto_markdown import LEFTOVER_PATTERNS, STUDENT_NOTE, leftover_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "notebooks" / "student").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(
+    (ROOT / "notebooks" / "student").glob("*.ipynb")
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +60,9 @@ def test_each_leftover_pattern_is_detected(name, course_book):
 
 
 def test_cell_options_and_shortcodes_in_code_are_detected():
-    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("#| echo: false\nx = 1  # {{< var x >}}")])
+    notebook = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell("#| echo: false\nx = 1  # {{< var x >}}")]
+    )
     assert leftover_syntax(notebook, set()) == ["cell 0: cell option", "cell 0: shortcode"]
 
 
@@ -86,7 +90,7 @@ PAGES = {
     "chapters/a.qmd": (
         '---\ntitle: "A"\n---\n\n## First {#sec-a-first}\n\n### Deeper {#sec-a-deeper}\n\n'
         "## Not counted {.unnumbered}\n\n## Second {#sec-a-second}\n\n"
-        '::: {.callout-note}\n## A callout title, not a section\n:::\n\n'
+        "::: {.callout-note}\n## A callout title, not a section\n:::\n\n"
         "```{python}\n#| label: fig-a-one\n#| fig-cap: One.\nx = 1\n```\n\n"
         "$$\nx^2\n$$ {#eq-a-square}\n\n"
         "```{python}\n#| label: tbl-a-one\n#| tbl-cap: A table.\nx\n```\n\n"
@@ -97,7 +101,7 @@ PAGES = {
         "@fig-a-two and [-@sec-a-deeper] and [@sec-a-second]; see [the A chapter](a.qmd#sec-a-first).\n\n"
         "Cited by @smith2020, in brackets [see @smith2020, p. 3; @doe2021], year only [-@doe2021].\n\n"
         "$$\ny = 1\n$$ {#eq-b-one}\n\n"
-        '::: {.callout-warning}\n## Mind the gap\nText with @eq-b-one.\n:::\n\n'
+        "::: {.callout-warning}\n## Mind the gap\nText with @eq-b-one.\n:::\n\n"
         "```{python}\n#| label: setup\n#| echo: false\nprint('hidden')\n```\n\n"
         "```{python}\n#| error: true\nraise ValueError\n```\n\n"
         '::: {.callout-tip collapse="true"}\n## Solution\n```{python}\nanswer = 42\n```\n:::\n'
@@ -123,7 +127,10 @@ def demo_book(tmp_path):
 def test_numbering_follows_quarto(demo_book):
     pages = number_book(demo_book)
     assert [(p.path, p.prefix) for p in pages] == [
-        ("index.qmd", None), ("chapters/a.qmd", "1"), ("chapters/b.qmd", "2"), ("extra.qmd", "A")
+        ("index.qmd", None),
+        ("chapters/a.qmd", "1"),
+        ("chapters/b.qmd", "2"),
+        ("extra.qmd", "A"),
     ]
     words = {label: target.text for label, target in all_targets(pages).items()}
     assert words == {
@@ -144,14 +151,18 @@ def test_numbering_follows_quarto(demo_book):
 
 def test_a_label_defined_twice_is_an_error(demo_book):
     (demo_book / "extra.qmd").write_text('---\ntitle: "Extra"\n---\n\n## Again {#sec-a-first}\n')
-    with pytest.raises(ValueError, match="@sec-a-first is defined in chapters/a.qmd and in extra.qmd"):
+    with pytest.raises(
+        ValueError, match="@sec-a-first is defined in chapters/a.qmd and in extra.qmd"
+    ):
         all_targets(number_book(demo_book))
 
 
 def demo_notebook(root, *, student=False):
     text = (root / "chapters" / "b.qmd").read_text()
     name = ("student/" if student else "") + "b.ipynb"
-    return notebooks.chapter_to_notebook(text, name, student=student, book=load_book(root), page="chapters/b.qmd")
+    return notebooks.chapter_to_notebook(
+        text, name, student=student, book=load_book(root), page="chapters/b.qmd"
+    )
 
 
 def markdown_of(notebook):
@@ -205,12 +216,17 @@ def test_hidden_cells_are_collapsed_for_jupyter_and_colab_and_errors_keep_their_
 
 def test_figure_captions_follow_their_cell_with_the_number(demo_book):
     text = (demo_book / "chapters" / "a.qmd").read_text()
-    notebook = notebooks.chapter_to_notebook(text, "a.ipynb", book=load_book(demo_book), page="chapters/a.qmd")
+    notebook = notebooks.chapter_to_notebook(
+        text, "a.ipynb", book=load_book(demo_book), page="chapters/a.qmd"
+    )
     sources = [cell.source for cell in notebook.cells]
     assert sources[sources.index("x = 1") + 1] == "*Figure 1.1: One.*"
     assert sources[sources.index("x") - 1] == "*Table 1.1: A table.*"
     site = "https://someone.github.io/demo-course/"
-    assert f"![Two]({site}chapters/img/two.png)\n\n*[Figure 1.2]({site}chapters/a.html#fig-a-two): Two*" in markdown_of(notebook)
+    assert (
+        f"![Two]({site}chapters/img/two.png)\n\n*[Figure 1.2]({site}chapters/a.html#fig-a-two): Two*"
+        in markdown_of(notebook)
+    )
 
 
 def test_an_unknown_cross_reference_is_an_error(demo_book):
@@ -241,7 +257,11 @@ def test_readme_links_point_to_the_configured_repository():
     readme = (ROOT / "README.md").read_text()
     named = set(re.findall(r"github\.com/([\w.-]+/[\w.-]+?)(?:/|\)|\s|$)", readme))
     named |= set(re.findall(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/", readme))
-    course = {repo for repo in named if not repo.startswith(("jax-ml/", "google", "OpenMathLib/", "PLN-team/"))}
+    course = {
+        repo
+        for repo in named
+        if not repo.startswith(("jax-ml/", "google", "OpenMathLib/", "PLN-team/"))
+    }
     assert course == {book.repository(ROOT)}
     assert book.site_url(ROOT) in readme
 

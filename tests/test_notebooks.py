@@ -27,11 +27,15 @@ def test_check_mode_reports_a_stale_notebook(tmp_path):
     (tmp_path / "_quarto.yml").write_text(
         "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n  chapters: [chapters/demo.qmd]\n"
     )
-    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n')
+    (tmp_path / "chapters" / "demo.qmd").write_text(
+        '---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n'
+    )
     assert notebooks.main(["--check", "--root", str(tmp_path)]) == 1
     notebooks.main(["--root", str(tmp_path)])
     assert notebooks.main(["--check", "--root", str(tmp_path)]) == 0
-    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 2\n```\n')
+    (tmp_path / "chapters" / "demo.qmd").write_text(
+        '---\ntitle: "Demo"\n---\n\n```{python}\nx = 2\n```\n'
+    )
     assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb", "student/demo.ipynb"]
 
 
@@ -42,25 +46,35 @@ def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys
     (tmp_path / "_quarto.yml").write_text(
         "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n  chapters: [chapters/demo.qmd]\n"
     )
-    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n')
+    (tmp_path / "chapters" / "demo.qmd").write_text(
+        '---\ntitle: "Demo"\n---\n\n```{python}\nx = 1\n```\n'
+    )
     notebooks.main(["--root", str(tmp_path)])
     saved = tmp_path / "notebooks" / "student" / "demo.ipynb"
     notebook = nbformat.read(saved, as_version=4)
-    answer = next(cell for cell in notebook.cells if cell.cell_type == "code" and cell.source == "x = 1")
+    answer = next(
+        cell for cell in notebook.cells if cell.cell_type == "code" and cell.source == "x = 1"
+    )
     answer.source, answer.execution_count = "x = 1  # MY ANSWER", 3
-    answer.outputs = [nbformat.v4.new_output("execute_result", {"text/plain": "1"}, execution_count=3)]
+    answer.outputs = [
+        nbformat.v4.new_output("execute_result", {"text/plain": "1"}, execution_count=3)
+    ]
     nbformat.write(notebook, saved)
 
     assert notebooks.main(["--root", str(tmp_path)]) == 0
     copies = list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))
-    assert len(copies) == 1 and copies[0].parent.name == "student" and "MY ANSWER" in copies[0].read_text()
+    assert (
+        len(copies) == 1
+        and copies[0].parent.name == "student"
+        and "MY ANSWER" in copies[0].read_text()
+    )
     assert "MY ANSWER" not in saved.read_text()
     assert "kept a copy of your saved work" in capsys.readouterr().out
     notebooks.main(["--root", str(tmp_path)])  # nothing saved since: no second copy
     assert len(list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))) == 1
 
 
-CHAPTER = '''---
+CHAPTER = """---
 title: "A chapter"
 ---
 
@@ -77,7 +91,7 @@ raise ValueError("shown on purpose")
 ```{python}
 y = 2
 ```
-'''
+"""
 
 
 def test_generated_notebook_structure():
@@ -101,7 +115,7 @@ def test_setup_cell_is_a_no_op_outside_colab():
     assert "subprocess" not in namespace
 
 
-EXERCISE = '''---
+EXERCISE = """---
 title: "Ex"
 ---
 
@@ -134,7 +148,7 @@ Because it is so.
 :::
 
 ## Further reading
-'''
+"""
 
 
 def test_student_notebook_keeps_stubs_and_drops_solutions():

@@ -71,7 +71,9 @@ def test_gradient_without_prior_term_fails():
     """Forgetting the Gaussian term is named in the hint."""
 
     def poisson_only(data, variational):
-        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        rate = jnp.exp(
+            data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2
+        )
         return data.counts - rate
 
     verdict = exercises.check_latent_mean_gradient(poisson_only)
@@ -83,7 +85,9 @@ def test_gradient_with_sigma_instead_of_omega_fails():
 
     def with_sigma(data, variational):
         params = closed_form_params(data, variational)
-        rate = jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        rate = jnp.exp(
+            data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2
+        )
         residuals = variational.latent_mean - data.covariates @ params.coef
         return data.counts - rate - residuals @ params.covariance
 
@@ -111,7 +115,9 @@ def test_rprop_moving_after_a_flip_fails():
     def moves_on_flip(x, grad, step, prev_sign):
         sign = jnp.sign(grad).astype(jnp.int8)
         agree = sign * prev_sign
-        step = jnp.clip(step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0)
+        step = jnp.clip(
+            step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0
+        )
         return x - sign * step, step, jnp.where(agree < 0, jnp.int8(0), sign)
 
     verdict = exercises.check_rprop_step(moves_on_flip)
@@ -227,7 +233,12 @@ def test_column_sums_reference_solutions_pass():
 
 
 @pytest.mark.parametrize(
-    "checker", [exercises.check_sums_through_memory, exercises.check_sums_in_one_loop, exercises.check_bytes_saved],
+    "checker",
+    [
+        exercises.check_sums_through_memory,
+        exercises.check_sums_in_one_loop,
+        exercises.check_bytes_saved,
+    ],
     ids=lambda checker: checker.__name__,
 )
 def test_column_sums_stubs_are_not_yet(checker):
@@ -241,18 +252,24 @@ def test_column_sums_stubs_are_not_yet(checker):
 def test_through_memory_fused_form_fails():
     """A plain reduction writes nothing: the hint says how to make the product an instruction's operand."""
     verdict = exercises.check_sums_through_memory(one_loop)
-    assert not verdict and "writes nothing" in verdict.message and "vector of ones" in verdict.message
+    assert (
+        not verdict and "writes nothing" in verdict.message and "vector of ones" in verdict.message
+    )
 
 
 def test_through_memory_row_sums_fail():
     """(a * b) @ ones gives one sum per row; the hint says so."""
-    verdict = exercises.check_sums_through_memory(lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype))
+    verdict = exercises.check_sums_through_memory(
+        lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype)
+    )
     assert not verdict and "row sums" in verdict.message
 
 
 def test_through_memory_wrong_length_of_ones_fails():
     """A ones vector with one entry per column does not fit the product; the hint gives its length."""
-    verdict = exercises.check_sums_through_memory(lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b))
+    verdict = exercises.check_sums_through_memory(
+        lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b)
+    )
     assert not verdict and "one entry per row" in verdict.message
 
 
@@ -269,7 +286,9 @@ def test_through_memory_whole_blocks_only_fails():
 
 def test_through_memory_with_numpy_fails_under_jit():
     """A NumPy product works eagerly but not on a tracer; the hint says to use jnp."""
-    verdict = exercises.check_sums_through_memory(lambda a, b: np.ones(a.shape[0]) @ (np.asarray(a) * np.asarray(b)))
+    verdict = exercises.check_sums_through_memory(
+        lambda a, b: np.ones(a.shape[0]) @ (np.asarray(a) * np.asarray(b))
+    )
     assert not verdict and "jnp, not np" in verdict.message
 
 
@@ -279,7 +298,11 @@ def test_through_memory_with_numpy_fails_under_jit():
 def test_one_loop_ones_fails():
     """ones @ (a * b) gives the right numbers but writes a * b: the hint says why."""
     verdict = exercises.check_sums_in_one_loop(through_memory)
-    assert not verdict and "writes a * b to memory" in verdict.message and "vector of ones" in verdict.message
+    assert (
+        not verdict
+        and "writes a * b to memory" in verdict.message
+        and "vector of ones" in verdict.message
+    )
 
 
 def test_one_loop_blocks_fail():
@@ -357,8 +380,9 @@ def test_time_to_target_argmax_without_a_check_fails():
 
 def test_gradient_by_autodiff_fails_on_the_method():
     """jax.grad of the profiled ELBO gives the right numbers but is not the hand-derived formula."""
-    from jaxcourse.pln import profiled_elbo
     import jax
+
+    from jaxcourse.pln import profiled_elbo
 
     verdict = exercises.check_latent_mean_gradient(
         lambda data, variational: jax.grad(profiled_elbo, argnums=1)(data, variational).latent_mean
@@ -368,7 +392,10 @@ def test_gradient_by_autodiff_fails_on_the_method():
 
 def test_gradient_with_the_wrong_sign_of_the_prior_is_blamed_on_the_sign():
     def plus_prior(data, variational):
-        return 2 * (data.counts - jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)) - latent_mean_gradient(data, variational)
+        return 2 * (
+            data.counts
+            - jnp.exp(data.offsets + variational.latent_mean + 0.5 * variational.latent_sqrt_var**2)
+        ) - latent_mean_gradient(data, variational)
 
     verdict = exercises.check_latent_mean_gradient(plus_prior)
     assert not verdict and "wrong sign" in verdict.message and "rate" not in verdict.message
@@ -391,7 +418,9 @@ def test_rprop_sign_by_comparison_fails_on_zero_gradients():
     def no_zero(x, grad, step, prev_sign):
         sign = jnp.where(grad >= 0, 1, -1).astype(jnp.int8)
         agree = sign * prev_sign
-        step = jnp.clip(step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0)
+        step = jnp.clip(
+            step * jnp.where(agree > 0, 1.2, jnp.where(agree < 0, 0.5, 1.0)), 1e-6, 50.0
+        )
         sign = jnp.where(agree < 0, jnp.int8(0), sign)
         return x - sign * step, step, sign
 
@@ -410,7 +439,9 @@ def test_rprop_python_if_fails_under_jit():
 
 
 def test_rprop_returning_a_pair_fails_with_the_expected_structure():
-    verdict = exercises.check_rprop_step(lambda x, grad, step, prev_sign: rprop_step(x, grad, step, prev_sign)[:2])
+    verdict = exercises.check_rprop_step(
+        lambda x, grad, step, prev_sign: rprop_step(x, grad, step, prev_sign)[:2]
+    )
     assert not verdict and "three arrays" in verdict.message
 
 

@@ -15,14 +15,22 @@ N_DRAWS = 16
 
 def model(n_samples, seed=2):
     """Simulated data and the true (B, Sigma) it was drawn from: the bootstrap starts from them."""
-    simulation = pln.simulate(n_samples, 3, key=jax.random.key(seed), n_covariates=2, offset_scale=5.0)
+    simulation = pln.simulate(
+        n_samples, 3, key=jax.random.key(seed), n_covariates=2, offset_scale=5.0
+    )
     return simulation.data, pln.ModelParams(simulation.coef, simulation.covariance)
 
 
 @pytest.fixture(scope="module")
 def small():
     data, params = model(40)
-    return data, params, bootstrap.bootstrap_coef(data, params, key=jax.random.key(3), n_draws=N_DRAWS, n_iter=N_ITER)
+    return (
+        data,
+        params,
+        bootstrap.bootstrap_coef(
+            data, params, key=jax.random.key(3), n_draws=N_DRAWS, n_iter=N_ITER
+        ),
+    )
 
 
 def test_draws_keep_the_design_and_follow_the_model(small):
@@ -30,10 +38,16 @@ def test_draws_keep_the_design_and_follow_the_model(small):
     data, params, _ = small
     draws = bootstrap.simulate_from_fit(data, params, key=jax.random.key(3), n_draws=N_DRAWS)
     assert len(draws) == N_DRAWS
-    assert all(np.array_equal(d.covariates, data.covariates) and np.array_equal(d.offsets, data.offsets) for d in draws)
+    assert all(
+        np.array_equal(d.covariates, data.covariates) and np.array_equal(d.offsets, data.offsets)
+        for d in draws
+    )
     mean = np.mean([np.asarray(d.counts) for d in draws], axis=(0, 1))
-    expected = np.exp(np.asarray(data.offsets) + np.asarray(data.covariates) @ np.asarray(params.coef)
-                      + np.diag(np.asarray(params.covariance)) / 2).mean(axis=0)
+    expected = np.exp(
+        np.asarray(data.offsets)
+        + np.asarray(data.covariates) @ np.asarray(params.coef)
+        + np.diag(np.asarray(params.covariance)) / 2
+    ).mean(axis=0)
     np.testing.assert_allclose(mean, expected, rtol=0.2)
     again = bootstrap.simulate_from_fit(data, params, key=jax.random.key(3), n_draws=N_DRAWS)
     assert np.array_equal(again[0].counts, draws[0].counts)
@@ -44,7 +58,9 @@ def test_standard_errors_shrink_with_n(small):
     """Four times the samples: the bootstrap standard errors of B roughly halve (below 0.8 of before)."""
     _, _, result40 = small
     data, params = model(160)
-    result160 = bootstrap.bootstrap_coef(data, params, key=jax.random.key(3), n_draws=N_DRAWS, n_iter=N_ITER)
+    result160 = bootstrap.bootstrap_coef(
+        data, params, key=jax.random.key(3), n_draws=N_DRAWS, n_iter=N_ITER
+    )
     for result in (result40, result160):
         assert result.n_converged == N_DRAWS
         assert result.coefs.shape == (N_DRAWS, 2, 3) and result.standard_errors.shape == (2, 3)
@@ -55,7 +71,9 @@ def test_standard_errors_shrink_with_n(small):
 def test_vmapped_refits_equal_a_loop_of_single_fits(small):
     data, params, result = small
     datasets = bootstrap.simulate_from_fit(data, params, key=jax.random.key(3), n_draws=N_DRAWS)
-    np.testing.assert_allclose(bootstrap.loop_of_fits(datasets[:3], N_ITER), result.coefs[:3], atol=2e-4)
+    np.testing.assert_allclose(
+        bootstrap.loop_of_fits(datasets[:3], N_ITER), result.coefs[:3], atol=2e-4
+    )
 
 
 def test_pyplnmodels_sandwich_is_read_species_first(small):
@@ -87,7 +105,9 @@ def test_bad_input_errors(small):
     with pytest.raises(ValueError, match="params.coef must have shape"):
         bootstrap.simulate_from_fit(data, params._replace(coef=params.coef[:1]), key=key, n_draws=2)
     with pytest.raises(ValueError, match="finite"):
-        bootstrap.simulate_from_fit(data, params._replace(coef=params.coef * np.nan), key=key, n_draws=2)
+        bootstrap.simulate_from_fit(
+            data, params._replace(coef=params.coef * np.nan), key=key, n_draws=2
+        )
     with pytest.raises(ValueError, match="at least 2"):
         bootstrap.simulate_from_fit(data, params, key=key, n_draws=1)
     with pytest.raises(TypeError, match="n_draws must be an int"):

@@ -17,12 +17,18 @@ def test_row_mismatch_error_shown_in_the_model_chapter():
 
 
 def test_plain_container_error_shown_in_the_levels_chapter():
-    with pytest.raises(TypeError, match=r"Argument '<jaxcourse\.pln\.level3\.PlainContainer object at .*' of type '<class 'jaxcourse\.pln\.level3\.PlainContainer'>' is not a valid JAX type"):
+    with pytest.raises(
+        TypeError,
+        match=r"Argument '<jaxcourse\.pln\.level3\.PlainContainer object at .*' of type '<class 'jaxcourse\.pln\.level3\.PlainContainer'>' is not a valid JAX type",
+    ):
         pln.level3.fit(pln.load_oaks(), 10, container=pln.level3.PlainContainer)
 
 
 def test_monitor_every_error_shown_in_the_benchmark_chapter():
-    with pytest.raises(ValueError, match=r"monitor_every must be a positive divisor of TOL_WINDOW = 50, so that the tolerance test compares two computed ELBOs; got 7"):
+    with pytest.raises(
+        ValueError,
+        match=r"monitor_every must be a positive divisor of TOL_WINDOW = 50, so that the tolerance test compares two computed ELBOs; got 7",
+    ):
         pln.level5.fit(pln.load_oaks(), 100, monitor_every=7)
 
 
@@ -43,7 +49,12 @@ def test_the_elbo_is_the_exact_expected_log_density_plus_entropy():
     poisson = np.sum(y * (o + m) - np.exp(o + m + s**2 / 2) - gammaln(y + 1))
     residual = m - x @ b
     scatter = residual.T @ residual + np.diag(np.sum(s**2, axis=0))
-    gaussian = (-n / 2 * np.linalg.slogdet(sigma)[1] - n * p / 2 * np.log(2 * np.pi)
-                - 0.5 * np.trace(np.linalg.solve(sigma, scatter)))
+    gaussian = (
+        -n / 2 * np.linalg.slogdet(sigma)[1]
+        - n * p / 2 * np.log(2 * np.pi)
+        - 0.5 * np.trace(np.linalg.solve(sigma, scatter))
+    )
     entropy = np.sum(np.log(s)) + n * p / 2 * (1 + np.log(2 * np.pi))
-    np.testing.assert_allclose(float(pln.elbo(data, variational, params)), poisson + gaussian + entropy, rtol=1e-4)
+    np.testing.assert_allclose(
+        float(pln.elbo(data, variational, params)), poisson + gaussian + entropy, rtol=1e-4
+    )

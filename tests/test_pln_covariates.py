@@ -39,7 +39,9 @@ def fit_quietly(*args, **kwargs):
 
 
 def test_design_matrix_codes_a_factor_against_its_first_level():
-    design, names = design_matrix({"tree": np.array(["b", "a", "c", "a"]), "x": np.array([1.0, 2.0, 3.0, 4.0])})
+    design, names = design_matrix(
+        {"tree": np.array(["b", "a", "c", "a"]), "x": np.array([1.0, 2.0, 3.0, 4.0])}
+    )
     assert names == ("intercept", "tree=b", "tree=c", "x")
     np.testing.assert_array_equal(design[:, 1:3], [[1, 0], [0, 0], [0, 1], [0, 0]])
 
@@ -51,7 +53,10 @@ def test_oaks_with_tree_has_an_intercept_and_two_levels(oaks_tree):
 
 @pytest.mark.parametrize(
     "covariates, message",
-    [(np.ones((5, 2)), "linearly independent"), (np.c_[np.ones(5), np.arange(5), 2 * np.arange(5)], "rank 2")],
+    [
+        (np.ones((5, 2)), "linearly independent"),
+        (np.c_[np.ones(5), np.arange(5), 2 * np.arange(5)], "rank 2"),
+    ],
 )
 def test_collinear_covariates_are_refused(covariates, message):
     with pytest.raises(ValueError, match=message):
@@ -117,14 +122,20 @@ def test_simulated_data_with_covariates_has_no_spurious_separation():
 def test_every_optimizer_warns_and_converges_on_the_tree_design(oaks_tree, name):
     """Finite, converged, and at least pyPLNmodels' ELBO on the same design (both evaluated in
     float64 on the data as given, the returned point standing in for the limit)."""
-    with pytest.warns(SeparationWarning, match=r"species 69: the 38 samples with covariates \(1, 0, 0\)"):
+    with pytest.warns(
+        SeparationWarning, match=r"species 69: the 38 samples with covariates \(1, 0, 0\)"
+    ):
         result = level5.fit(oaks_tree, 3000, optimizer=LEVEL5_OPTIMIZERS[name])
     assert result.status_name == "converged"
     assert all(np.isfinite(np.asarray(leaf)).all() for leaf in jax.tree.leaves(result))
     final = float64_profiled_elbo(oaks_tree, result.variational)
     assert final >= constants.PYPLNMODELS_ELBO_OAKS_TREE
-    assert abs(final - float(result.elbo_trace[-1])) < 0.05  # the pushed point's ELBO is the limit's
-    assert float(result.params.coef.min()) < -20  # separated coefficients: large and negative, as in a GLM
+    assert (
+        abs(final - float(result.elbo_trace[-1])) < 0.05
+    )  # the pushed point's ELBO is the limit's
+    assert (
+        float(result.params.coef.min()) < -20
+    )  # separated coefficients: large and negative, as in a GLM
 
 
 def test_newton_momentum_needs_at_most_twice_its_intercept_only_steps(oaks_tree):
@@ -136,7 +147,13 @@ def test_newton_momentum_needs_at_most_twice_its_intercept_only_steps(oaks_tree)
 def test_without_the_limit_the_elbo_creeps_below_it(oaks_tree):
     """separation_limit=False fits the data as given: after as many steps it is still below the limit."""
     limit = fit_quietly(oaks_tree, 3000, optimizer=level5.NEWTON_MOMENTUM)
-    as_given = fit_quietly(oaks_tree, int(limit.n_steps), optimizer=level5.NEWTON_MOMENTUM, tol=0.0, separation_limit=False)
+    as_given = fit_quietly(
+        oaks_tree,
+        int(limit.n_steps),
+        optimizer=level5.NEWTON_MOMENTUM,
+        tol=0.0,
+        separation_limit=False,
+    )
     assert float(as_given.elbo_trace[-1]) < float(limit.elbo_trace[-1]) - 0.1
 
 
@@ -146,7 +163,10 @@ def test_every_optimizer_converges_with_a_continuous_covariate(oaks_dist, name):
         warnings.simplefilter("error", SeparationWarning)
         result = level5.fit(oaks_dist, 3000, optimizer=LEVEL5_OPTIMIZERS[name])
     assert result.status_name == "converged"
-    assert float64_profiled_elbo(oaks_dist, result.variational) >= constants.PYPLNMODELS_ELBO_OAKS_DIST2GROUND
+    assert (
+        float64_profiled_elbo(oaks_dist, result.variational)
+        >= constants.PYPLNMODELS_ELBO_OAKS_DIST2GROUND
+    )
 
 
 @pytest.mark.parametrize("name", sorted(LEVEL5_OPTIMIZERS))
@@ -160,7 +180,9 @@ def test_every_optimizer_recovers_simulated_coefficients(name):
 
 def test_fit_many_warns_once_for_separated_data_sets(oaks_tree):
     with pytest.warns(SeparationWarning, match="in 2 of 2 data sets"):
-        results = pln.level6.fit_many([oaks_tree, oaks_tree], 3000, optimizer=level5.NEWTON_MOMENTUM)
+        results = pln.level6.fit_many(
+            [oaks_tree, oaks_tree], 3000, optimizer=level5.NEWTON_MOMENTUM
+        )
     assert [pln.level6.fit_at(results, i).status_name for i in range(2)] == ["converged"] * 2
 
 

@@ -5,8 +5,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcourse.pln.constants import OAKS_N_COVARIATES, OAKS_N_SAMPLES, OAKS_SHAPE
 from jaxcourse.pln import LEVELS, PLNData, as_float64, load_oaks, make_data, simulate
+from jaxcourse.pln.constants import OAKS_N_COVARIATES, OAKS_N_SAMPLES, OAKS_SHAPE
 
 
 def test_load_oaks_shapes_and_dtypes():
@@ -26,7 +26,9 @@ def test_load_oaks_repeat_stacks_samples():
     np.testing.assert_array_equal(repeated.counts[232:], oaks.counts)
 
 
-@pytest.mark.parametrize(("repeat", "error"), [(0, ValueError), (1.5, TypeError), (True, TypeError)])
+@pytest.mark.parametrize(
+    ("repeat", "error"), [(0, ValueError), (1.5, TypeError), (True, TypeError)]
+)
 def test_load_oaks_rejects_bad_repeat(repeat, error):
     with pytest.raises(error, match="repeat"):
         load_oaks(repeat=repeat)
@@ -62,11 +64,27 @@ GOOD = np.ones((4, 3))
         ({"counts": GOOD * 0.5}, ValueError, "whole numbers"),
         ({"counts": np.where(np.eye(4, 3) > 0, np.nan, 1.0)}, ValueError, "counts must be finite"),
         ({"counts": np.where(np.eye(4, 3) > 0, np.inf, 1.0)}, ValueError, "counts must be finite"),
-        ({"counts": GOOD, "offsets": np.zeros((5, 3))}, ValueError, "offsets has 5 rows but counts has 4"),
+        (
+            {"counts": GOOD, "offsets": np.zeros((5, 3))},
+            ValueError,
+            "offsets has 5 rows but counts has 4",
+        ),
         ({"counts": GOOD, "offsets": np.zeros((4, 2))}, ValueError, "offsets must have the shape"),
-        ({"counts": GOOD, "covariates": np.ones((3, 1))}, ValueError, "covariates has 3 rows but counts has 4"),
-        ({"counts": GOOD, "offsets": np.full((4, 3), np.nan)}, ValueError, "offsets must be finite"),
-        ({"counts": GOOD, "covariates": np.full((4, 1), np.inf)}, ValueError, "covariates must be finite"),
+        (
+            {"counts": GOOD, "covariates": np.ones((3, 1))},
+            ValueError,
+            "covariates has 3 rows but counts has 4",
+        ),
+        (
+            {"counts": GOOD, "offsets": np.full((4, 3), np.nan)},
+            ValueError,
+            "offsets must be finite",
+        ),
+        (
+            {"counts": GOOD, "covariates": np.full((4, 1), np.inf)},
+            ValueError,
+            "covariates must be finite",
+        ),
         ({"counts": np.ones(4)}, ValueError, "2-D"),
         ({"counts": "1 2 3"}, TypeError, "counts must be a 2-D array"),
         ({"counts": np.array([["a", "b"]])}, TypeError, "must hold numbers"),

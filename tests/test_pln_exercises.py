@@ -1,6 +1,5 @@
 """The PLN model chapter's exercise checkers accept the reference solutions and reject typical mistakes."""
 
-import jax
 import jax.numpy as jnp
 import pytest
 from jax.scipy.linalg import cho_solve, solve_triangular
@@ -45,23 +44,68 @@ def test_stub_reports_not_yet():
     ("wrong", "hint"),
     [
         # the review's answer: slogdet, printed in the chapter, gives the right log det by LU
-        (lambda c, s: (jnp.linalg.slogdet(c)[1], jnp.trace(jnp.linalg.solve(c, s))), "LU decomposition"),
-        (lambda c, s: (jnp.linalg.slogdet(c)[1], jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s))), "LU decomposition"),
-        (lambda c, s: (_log_det(jnp.linalg.cholesky(c)), jnp.trace(jnp.linalg.inv(c) @ s)), "LU decomposition"),
-        (lambda c, s: (_log_det(jnp.linalg.cholesky(c)), jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s))),
-         "factors Sigma 2 times"),
-        (lambda c, s: (jnp.log(jnp.linalg.det(c)), jnp.trace(jnp.linalg.solve(c, s))), "over- or underflows"),
-        (lambda c, s: (jnp.log(jnp.prod(jnp.diagonal(jnp.linalg.cholesky(c))) ** 2),
-                       jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s))), "product of the diagonal"),
-        (lambda c, s: (_log_det(jnp.linalg.cholesky(c)) / 2, jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s))),
-         "prod(diag(L))**2"),
-        (lambda c, s: (jnp.sum(jnp.log(jnp.diagonal(c))), jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s))),
-         "matrix's own diagonal"),
+        (
+            lambda c, s: (jnp.linalg.slogdet(c)[1], jnp.trace(jnp.linalg.solve(c, s))),
+            "LU decomposition",
+        ),
+        (
+            lambda c, s: (
+                jnp.linalg.slogdet(c)[1],
+                jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s)),
+            ),
+            "LU decomposition",
+        ),
+        (
+            lambda c, s: (_log_det(jnp.linalg.cholesky(c)), jnp.trace(jnp.linalg.inv(c) @ s)),
+            "LU decomposition",
+        ),
+        (
+            lambda c, s: (
+                _log_det(jnp.linalg.cholesky(c)),
+                jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s)),
+            ),
+            "factors Sigma 2 times",
+        ),
+        (
+            lambda c, s: (jnp.log(jnp.linalg.det(c)), jnp.trace(jnp.linalg.solve(c, s))),
+            "over- or underflows",
+        ),
+        (
+            lambda c, s: (
+                jnp.log(jnp.prod(jnp.diagonal(jnp.linalg.cholesky(c))) ** 2),
+                jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s)),
+            ),
+            "product of the diagonal",
+        ),
+        (
+            lambda c, s: (
+                _log_det(jnp.linalg.cholesky(c)) / 2,
+                jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s)),
+            ),
+            "prod(diag(L))**2",
+        ),
+        (
+            lambda c, s: (
+                jnp.sum(jnp.log(jnp.diagonal(c))),
+                jnp.trace(cho_solve((jnp.linalg.cholesky(c), True), s)),
+            ),
+            "matrix's own diagonal",
+        ),
         (lambda c, s: (_log_det(jnp.linalg.cholesky(c)), jnp.trace(c @ s)), "tr(Sigma scatter)"),
         (lambda c, s: _log_det(jnp.linalg.cholesky(c)), "return a pair"),
     ],
-    ids=["slogdet-and-solve", "slogdet-and-cho-solve", "inverse", "two-factors", "det", "product-of-diagonal",
-         "half", "matrix-diagonal", "no-inverse", "one-number"],
+    ids=[
+        "slogdet-and-solve",
+        "slogdet-and-cho-solve",
+        "inverse",
+        "two-factors",
+        "det",
+        "product-of-diagonal",
+        "half",
+        "matrix-diagonal",
+        "no-inverse",
+        "one-number",
+    ],
 )
 def test_log_det_and_trace_wrong_answers_fail(wrong, hint):
     verdict = exercises.check_log_det_and_trace(wrong)
@@ -96,19 +140,25 @@ def test_scaled_covariance_reference_passes():
 def test_scaled_covariance_scaling_coefficients_too_fails():
     def both(data, variational, factor):
         best = pln.closed_form_params(data, variational)
-        return pln.elbo(data, variational, pln.ModelParams(factor * best.coef, factor * best.covariance))
+        return pln.elbo(
+            data, variational, pln.ModelParams(factor * best.coef, factor * best.covariance)
+        )
 
     verdict = exercises.check_scaled_covariance_elbo(both)
     assert not verdict and "coefficients B too" in verdict.message
 
 
 def test_scaled_covariance_inverse_factor_fails():
-    verdict = exercises.check_scaled_covariance_elbo(lambda d, v, factor: scaled_elbo(d, v, 1.0 / factor))
+    verdict = exercises.check_scaled_covariance_elbo(
+        lambda d, v, factor: scaled_elbo(d, v, 1.0 / factor)
+    )
     assert not verdict and "1 / factor" in verdict.message
 
 
 def test_scaled_covariance_negative_elbo_fails():
-    verdict = exercises.check_scaled_covariance_elbo(lambda d, v, factor: -scaled_elbo(d, v, factor))
+    verdict = exercises.check_scaled_covariance_elbo(
+        lambda d, v, factor: -scaled_elbo(d, v, factor)
+    )
     assert not verdict and "minus the ELBO" in verdict.message
 
 

@@ -9,8 +9,16 @@ import optax
 import pytest
 
 from jaxcourse.config import pln_sizes
-from jaxcourse.pln import LEVELS, SHARED_ALGORITHM_LEVELS, PLNData, load_oaks, stirling_correction
-from jaxcourse.pln import level2, level3, level4
+from jaxcourse.pln import (
+    LEVELS,
+    SHARED_ALGORITHM_LEVELS,
+    PLNData,
+    level2,
+    level3,
+    level4,
+    load_oaks,
+    stirling_correction,
+)
 from jaxcourse.tracecount import count_compilations
 
 # float32 traces of eager and compiled code differ by rounding only; after 50 Adam steps the
@@ -32,7 +40,10 @@ def oaks():
 
 @pytest.fixture(scope="module")
 def traces(oaks):
-    return {level: np.asarray(LEVELS[level].fit(oaks, PARITY_ITERATIONS).elbo_trace) for level in SHARED_ALGORITHM_LEVELS}
+    return {
+        level: np.asarray(LEVELS[level].fit(oaks, PARITY_ITERATIONS).elbo_trace)
+        for level in SHARED_ALGORITHM_LEVELS
+    }
 
 
 @pytest.mark.parametrize("level", SHARED_ALGORITHM_LEVELS)
@@ -121,7 +132,9 @@ def test_level4_round_trip_keeps_every_field(oaks):
     leaves, treedef = jax.tree.flatten(model)
     rebuilt = jax.tree.unflatten(treedef, leaves)
     for name in ("data", "variational", "params"):
-        for a, b in zip(jax.tree.leaves(getattr(model, name)), jax.tree.leaves(getattr(rebuilt, name))):
+        for a, b in zip(
+            jax.tree.leaves(getattr(model, name)), jax.tree.leaves(getattr(rebuilt, name))
+        ):
             assert a is b
     assert isinstance(rebuilt.data, PLNData)
 

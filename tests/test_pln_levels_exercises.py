@@ -32,8 +32,13 @@ def test_donating_step_solution_passes():
         (jax.jit(_one_step), "still hold their memory"),
         (jax.jit(_one_step, donate_argnums=(0, 1, 2, 3)), "data is donated"),
         (jax.jit(_one_step, donate_argnums=0), "params, opt_state still hold their memory"),
-        (jax.jit(lambda v, p, s, d: _one_step(v, p, s, d)[:3] + (_one_step(v, p, s, d)[3] * 0.5,),
-                 donate_argnums=(0, 1, 2)), "return minus the loss"),
+        (
+            jax.jit(
+                lambda v, p, s, d: _one_step(v, p, s, d)[:3] + (_one_step(v, p, s, d)[3] * 0.5,),
+                donate_argnums=(0, 1, 2),
+            ),
+            "return minus the loss",
+        ),
     ],
     ids=["no-donation", "data-donated", "variational-only", "wrong-elbo"],
 )
@@ -111,7 +116,9 @@ def test_fit_with_a_fresh_optimizer_each_call_fails():
 
 
 def test_fit_ignoring_the_learning_rate_fails():
-    verdict = exercises.check_fit_with_learning_rate(lambda data, n_iter, rate: pln.level2.fit(data, n_iter))
+    verdict = exercises.check_fit_with_learning_rate(
+        lambda data, n_iter, rate: pln.level2.fit(data, n_iter)
+    )
     assert not verdict and "learning rate is ignored" in verdict.message
 
 
@@ -131,7 +138,9 @@ def test_fit_caching_whole_results_fails():
 
 def test_fit_returning_the_trace_only_fails_with_the_expected_structure():
     verdict = exercises.check_fit_with_learning_rate(
-        lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=adam_with(rate)).elbo_trace
+        lambda data, n_iter, rate: (
+            pln.level2.fit(data, n_iter, optimizer=adam_with(rate)).elbo_trace
+        )
     )
     assert not verdict and "must return a pln.FitResult" in verdict.message
 
@@ -157,7 +166,9 @@ def level2_body(data, optimizer, record_after=False, sign=1.0):
 def scan_fit(data, n_iter, optimizer, **mistake):
     variational = init_variational(data)
     carry = (variational, level1.closed_form_step(data, variational), optimizer.init(variational))
-    (variational, params, _), trace = jax.lax.scan(level2_body(data, optimizer, **mistake), carry, length=n_iter)
+    (variational, params, _), trace = jax.lax.scan(
+        level2_body(data, optimizer, **mistake), carry, length=n_iter
+    )
     return FitResult.of_all_steps(trace, variational, params)
 
 
@@ -175,7 +186,9 @@ def test_level2_from_pieces_reference_passes():
 
 
 def test_level2_from_pieces_without_jit_fails():
-    verdict = exercises.check_level2_from_pieces(lambda data, n_iter, *, optimizer=DEFAULT: scan_fit(data, n_iter, optimizer))
+    verdict = exercises.check_level2_from_pieces(
+        lambda data, n_iter, *, optimizer=DEFAULT: scan_fit(data, n_iter, optimizer)
+    )
     assert not verdict and "not jitted" in verdict.message
 
 

@@ -17,21 +17,31 @@ def test_restarts_on_a_grid_equal_one_device_in_float64(key):
         data = as_float64(simulate(32, 6, key=key, n_covariates=2).data)
         on_grid = mesh_fit.fit_restarts(data, 15, keys=keys, mesh=grid, tol=0.0)
         many = level6.fit_many(data, 15, keys=keys, tol=0.0)
-        np.testing.assert_allclose(np.asarray(on_grid.elbo_trace), np.asarray(many.elbo_trace), rtol=1e-11)
+        np.testing.assert_allclose(
+            np.asarray(on_grid.elbo_trace), np.asarray(many.elbo_trace), rtol=1e-11
+        )
         for ours, theirs in zip(on_grid.variational, many.variational):
             np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=1e-8, atol=1e-10)
         assert on_grid.variational.latent_mean.sharding.spec[:2] == (meshes.MODEL, meshes.DATA)
-        np.testing.assert_array_equal(np.asarray(on_grid.status), np.asarray(many.status))  # one per restart
+        np.testing.assert_array_equal(
+            np.asarray(on_grid.status), np.asarray(many.status)
+        )  # one per restart
         np.testing.assert_array_equal(np.asarray(on_grid.n_steps), np.asarray(many.n_steps))
         starts = level6.random_starts(data, keys)
-        single = level5.fit(data, 15, tol=0.0, start=jax.tree.map(lambda a: a[3], starts))  # the last restart
-        np.testing.assert_allclose(np.asarray(on_grid.elbo_trace)[3], np.asarray(single.elbo_trace), rtol=1e-11)
+        single = level5.fit(
+            data, 15, tol=0.0, start=jax.tree.map(lambda a: a[3], starts)
+        )  # the last restart
+        np.testing.assert_allclose(
+            np.asarray(on_grid.elbo_trace)[3], np.asarray(single.elbo_trace), rtol=1e-11
+        )
 
 
 def test_restarts_must_split_over_model(key):
     grid = meshes.grid_mesh(2, 2)
     counts = np.random.default_rng(0).poisson(2.0, (32, 3))
-    with pytest.raises(ValueError, match="3 restarts do not split evenly over the 2 devices of 'model'"):
+    with pytest.raises(
+        ValueError, match="3 restarts do not split evenly over the 2 devices of 'model'"
+    ):
         mesh_fit.fit_restarts(make_data(counts), 5, keys=jax.random.split(key, 3), mesh=grid)
     with pytest.raises(ValueError, match="do not split evenly over 2 devices"):
         mesh_fit.fit_restarts(make_data(counts[:31]), 5, keys=jax.random.split(key, 2), mesh=grid)

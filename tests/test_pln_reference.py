@@ -8,18 +8,18 @@ import pytest
 import torch
 from pyPLNmodels.calculations.elbos import elbo_pln, profiled_elbo_pln
 
-from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, BEST_KNOWN_ELBO_OAKS_STIRLING
 from jaxcourse.pln import (
-    as_float64,
     ModelParams,
     PLNData,
     Variational,
+    as_float64,
     closed_form_params,
     elbo,
     load_oaks,
     profiled_elbo,
     stirling_correction,
 )
+from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, BEST_KNOWN_ELBO_OAKS_STIRLING
 
 RTOL = 1e-9
 
@@ -113,9 +113,15 @@ def test_reference_trace_reads_pyplnmodels_monitors_as_plain_arrays():
     assert 0 < trace.times_s[-1] <= trace.seconds
     assert [np.shape(part) for part in trace.variational] == [data.counts.shape] * 2
     with jax.enable_x64(True):
-        final = float(profiled_elbo(as_float64(data), Variational(*as_float64(tuple(trace.variational)))))
-    assert final == pytest.approx(trace.elbo[-1], abs=0.5)  # one step on, in float64, same convention
-    assert trace.optimizer.startswith("torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50)")
+        final = float(
+            profiled_elbo(as_float64(data), Variational(*as_float64(tuple(trace.variational))))
+        )
+    assert final == pytest.approx(
+        trace.elbo[-1], abs=0.5
+    )  # one step on, in float64, same convention
+    assert trace.optimizer.startswith(
+        "torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50)"
+    )
 
 
 def test_pyplnmodels_default_fit_cannot_stop_before_its_cap():
@@ -126,10 +132,14 @@ def test_pyplnmodels_default_fit_cannot_stop_before_its_cap():
 
     defaults = pyplnmodels_defaults()
     earliest = earliest_stop(defaults.tol, defaults.criterion_beta)
-    assert (1 - defaults.criterion_beta) ** (earliest - 2) >= defaults.tol > (1 - defaults.criterion_beta) ** (earliest - 1)
+    assert (
+        (1 - defaults.criterion_beta) ** (earliest - 2)
+        >= defaults.tol
+        > (1 - defaults.criterion_beta) ** (earliest - 1)
+    )
     wobbly = -100.0 - np.cos(np.arange(earliest + 20))
-    for elbo in (np.full(earliest + 20, -100.0), wobbly):
-        criteria = criterion_trace(elbo)
+    for trace in (np.full(earliest + 20, -100.0), wobbly):
+        criteria = criterion_trace(trace)
         k = np.arange(1, len(criteria) + 1)
         assert np.all(criteria >= (1 - defaults.criterion_beta) ** (k - 1) * (1 - 1e-12))
     first_below = int(np.argmax(criterion_trace(np.full(earliest + 20, -100.0)) < defaults.tol)) + 1

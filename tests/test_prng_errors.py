@@ -11,7 +11,10 @@ def test_reusing_a_typed_key_raises_key_reuse_error():
     with jax.debug_key_reuse(True):
         key = jax.random.key(42)
         jax.random.normal(key, (4,))
-        with pytest.raises(jax.errors.KeyReuseError, match="Previously-consumed key passed to jit-compiled function"):
+        with pytest.raises(
+            jax.errors.KeyReuseError,
+            match="Previously-consumed key passed to jit-compiled function",
+        ):
             jax.random.normal(key, (4,))
 
 
@@ -43,7 +46,9 @@ def test_arithmetic_on_a_typed_key_raises_type_error():
 
 def test_converting_a_typed_key_to_numpy_raises_type_error():
     """Cell 'Typed keys are not integers': np.asarray(key) points to key_data."""
-    with pytest.raises(TypeError, match=r"cannot be converted to a NumPy array\. Use jax\.random\.key_data"):
+    with pytest.raises(
+        TypeError, match=r"cannot be converted to a NumPy array\. Use jax\.random\.key_data"
+    ):
         np.asarray(jax.random.key(0))
 
 
@@ -89,7 +94,9 @@ def test_legacy_prngkey_works_without_a_warning_and_matches_the_typed_key():
 def test_partitionable_threefry_is_the_default_stream():
     """The chapter's claim: jax_threefry_partitionable is on, so key(0) no longer gives the old tutorials' numbers."""
     assert jax.config.jax_threefry_partitionable
-    np.testing.assert_allclose(jax.random.normal(jax.random.key(0), (3,)), [1.6226, 2.0253, -0.4336], atol=1e-4)
+    np.testing.assert_allclose(
+        jax.random.normal(jax.random.key(0), (3,)), [1.6226, 2.0253, -0.4336], atol=1e-4
+    )
 
 
 def test_draws_of_two_distributions_from_one_key_are_tied():
@@ -110,8 +117,16 @@ def test_a_prefix_of_a_draw_is_the_smaller_draw_only_with_the_partitionable_layo
     def facts():
         return (
             bool(jnp.array_equal(jax.random.normal(key, (10,))[:3], jax.random.normal(key, (3,)))),
-            bool(jnp.array_equal(jax.random.normal(key, (5,)), jax.random.normal(key, (5, 10))[0, :5])),
-            bool(jnp.array_equal(jax.random.normal(key, (4, 6))[:, :3], jax.random.normal(key, (4, 3)))),
+            bool(
+                jnp.array_equal(
+                    jax.random.normal(key, (5,)), jax.random.normal(key, (5, 10))[0, :5]
+                )
+            ),
+            bool(
+                jnp.array_equal(
+                    jax.random.normal(key, (4, 6))[:, :3], jax.random.normal(key, (4, 3))
+                )
+            ),
         )
 
     assert facts() == (True, True, False)

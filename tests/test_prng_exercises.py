@@ -5,7 +5,6 @@ import jax.numpy as jnp
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
 
-
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
@@ -100,7 +99,10 @@ def test_chunk_means_split_fails_when_the_layout_changes():
 
     verdict = check_chunk_means(wrong)
     assert not verdict
-    assert "with jax_threefry_partitionable off" in verdict.message and "fold_in(key, i)" in verdict.message
+    assert (
+        "with jax_threefry_partitionable off" in verdict.message
+        and "fold_in(key, i)" in verdict.message
+    )
 
 
 def test_chunk_means_stub_is_not_yet():
@@ -130,7 +132,9 @@ def test_chunk_means_one_block_fails_with_its_own_hint():
 
     verdict = check_chunk_means(wrong)
     assert not verdict
-    assert "one\n(n_chunks, chunk_size) block" in verdict.message.replace("one (n_chunks", "one\n(n_chunks")
+    assert "one\n(n_chunks, chunk_size) block" in verdict.message.replace(
+        "one (n_chunks", "one\n(n_chunks"
+    )
 
 
 def test_chunk_means_forgetting_exp_fails():
@@ -340,7 +344,9 @@ def test_chunk_means_lax_map_fails_on_the_method():
 
     def mapped(key, n_chunks, chunk_size):
         one_chunk = lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
-        return jax.lax.map(one_chunk, jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_chunks)))
+        return jax.lax.map(
+            one_chunk, jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.arange(n_chunks))
+        )
 
     verdict = check_chunk_means(mapped)
     assert not verdict and "one key at a time" in verdict.message
@@ -397,4 +403,6 @@ def test_random_walk_python_if_on_the_position_fails_under_jit():
         return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))[1]
 
     verdict = check_random_walk(branchy)
-    assert not verdict and ("ConcretizationTypeError" in verdict.message or "Python number" in verdict.message)
+    assert not verdict and (
+        "ConcretizationTypeError" in verdict.message or "Python number" in verdict.message
+    )

@@ -30,7 +30,9 @@ def layer_trace(tmp_path_factory):
     """A real trace: one compiling call and two cached calls of `layer`, waited for inside."""
     directory = tmp_path_factory.mktemp("trace")
     layer_jit = jax.jit(layer)
-    x, w = jax.block_until_ready((jnp.ones((512, 256)), jnp.ones((256, 256)) / 256))  # not run in the trace
+    x, w = jax.block_until_ready(
+        (jnp.ones((512, 256)), jnp.ones((256, 256)) / 256)
+    )  # not run in the trace
 
     def three_calls():
         return [layer_jit(x, w) for _ in range(3)]
@@ -43,7 +45,10 @@ def layer_trace(tmp_path_factory):
 
 def test_cost_of_a_jitted_function_never_compiled():
     """Cell 'roofline.cost(layer_jit)'."""
-    with pytest.raises(TypeError, match="cost needs a compiled program, and 'layer' was never compiled for any arguments"):
+    with pytest.raises(
+        TypeError,
+        match="cost needs a compiled program, and 'layer' was never compiled for any arguments",
+    ):
         roofline.cost(jax.jit(layer))
 
 
@@ -70,13 +75,17 @@ def test_a_real_trace_has_every_kind_the_chapter_draws(layer_trace):
     kinds = {event.kind for event in events}
     assert {"dispatch", "compile", "run", "thunk"} <= kinds
     assert [e.name for e in profiling.of_kind(events, "dispatch")].count("PjitFunction(layer)") >= 3
-    thunks = [event for event in profiling.of_kind(events, "thunk") if event.hlo_module == "jit_layer"]
+    thunks = [
+        event for event in profiling.of_kind(events, "thunk") if event.hlo_module == "jit_layer"
+    ]
     assert thunks and len(thunks) % 3 == 0  # the same thunks at each of the three runs
     assert all(event.start_us >= 0 and event.duration_us >= 0 for event in events)
     assert min(event.start_us for event in events) == 0
     assert events == sorted(events, key=lambda event: event.start_us)
     first_compile = profiling.of_kind(events, "compile")[0]
-    assert min(event.start_us for event in thunks) >= first_compile.end_us  # compiled first, then run
+    assert (
+        min(event.start_us for event in thunks) >= first_compile.end_us
+    )  # compiled first, then run
 
 
 def test_thunk_totals_and_gaps_are_consistent(layer_trace):
@@ -84,7 +93,9 @@ def test_thunk_totals_and_gaps_are_consistent(layer_trace):
     thunks = profiling.of_kind(events, "thunk")
     totals = profiling.time_by_name(thunks)
     assert sum(count for _, _, count in totals) == len(thunks)
-    assert [total for _, total, _ in totals] == sorted((total for _, total, _ in totals), reverse=True)
+    assert [total for _, total, _ in totals] == sorted(
+        (total for _, total, _ in totals), reverse=True
+    )
     busy = profiling.busy_intervals(thunks)
     assert all(end1 < start2 for (_, end1), (start2, _) in zip(busy, busy[1:]))
     gaps = profiling.idle_gaps(events)
@@ -141,7 +152,9 @@ def test_a_loop_is_counted_once_and_loop_body_cost_counts_one_iteration():
     def repeated_products(x, n_steps):
         return jax.lax.fori_loop(0, n_steps, lambda i, x: jnp.tanh(x @ x), x)
 
-    ten, thousand = (roofline.cost_of(partial(repeated_products, n_steps=n), SQUARE) for n in (10, 1_000))
+    ten, thousand = (
+        roofline.cost_of(partial(repeated_products, n_steps=n), SQUARE) for n in (10, 1_000)
+    )
     assert ten == thousand
     body = roofline.loop_body_cost(partial(repeated_products, n_steps=10), SQUARE)
     assert body.flops == 2 * 256**3 and body.transcendentals == 256**2
@@ -189,13 +202,15 @@ def test_pln_iteration_costs():
 
 def test_donation_turns_the_output_into_an_alias():
     x = jnp.ones((1_000, 1_000), jnp.float32)
-    assert memory.memory_of(lambda x: x * 2 + 1, x) == memory.MemoryFigures(4_000_000, 4_000_000, 0, 0)
-    assert memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0) == memory.MemoryFigures(4_000_000, 4_000_000, 0, 4_000_000)
+    assert memory.memory_of(lambda x: x * 2 + 1, x) == memory.MemoryFigures(
+        4_000_000, 4_000_000, 0, 0
+    )
+    assert memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0) == memory.MemoryFigures(
+        4_000_000, 4_000_000, 0, 4_000_000
+    )
 
 
-@pytest.mark.parametrize(
-    "steps, temp_bytes", [(25, 3_450_096), (50, 6_765_296), (100, 13_395_696)]
-)
+@pytest.mark.parametrize("steps, temp_bytes", [(25, 3_450_096), (50, 6_765_296), (100, 13_395_696)])
 def test_a_scan_gradient_keeps_every_steps_residuals(steps, temp_bytes):
     """One (256, 128) float32 residual and two 256-vectors per step: 132,608 bytes a step."""
     x0 = jnp.linspace(-1.0, 1.0, 256)
@@ -214,7 +229,9 @@ def test_checkpointing_the_body_cuts_the_temporaries_and_keeps_the_gradient():
     plain = jax.jit(jax.grad(scan_loss, argnums=1)).lower(x0, ws).compile()
     checkpointed = jax.jit(jax.grad(checkpointed_loss, argnums=1)).lower(x0, ws).compile()
     assert memory.memory_figures(checkpointed).temp_bytes == 498_408
-    assert plain.memory_analysis().peak_memory_in_bytes < memory.memory_figures(plain).temp_bytes  # CPU: not meaningful
+    assert (
+        plain.memory_analysis().peak_memory_in_bytes < memory.memory_figures(plain).temp_bytes
+    )  # CPU: not meaningful
     assert jnp.allclose(plain(x0, ws), checkpointed(x0, ws), rtol=1e-5, atol=1e-6)
 
 
@@ -228,7 +245,10 @@ def test_checkpointing_a_narrow_body_saves_nothing():
     x0, ws = jnp.linspace(-1.0, 1.0, 256), jnp.linspace(0.0, 1.0, 100)
     temps = [
         memory.memory_of(jax.grad(partial(narrow_loss, body), argnums=1), x0, ws).temp_bytes
-        for body in (narrow_body, jax.checkpoint(narrow_body, policy=jax.checkpoint_policies.nothing_saveable))
+        for body in (
+            narrow_body,
+            jax.checkpoint(narrow_body, policy=jax.checkpoint_policies.nothing_saveable),
+        )
     ]
     assert temps[1] >= temps[0]
 
@@ -251,10 +271,20 @@ def test_the_cache_is_off_here_and_on_in_a_process_that_enables_it(tmp_path):
     """Two fresh processes with XDG_CACHE_HOME in a temporary folder: the first compiles and
     writes under jaxcourse/, the second reads the program back."""
     assert not compilation_cache.is_enabled()
-    env = {key: value for key, value in os.environ.items() if not key.startswith("JAX_COMPILATION_CACHE")}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("JAX_COMPILATION_CACHE")
+    }
     env["XDG_CACHE_HOME"] = str(tmp_path)
     outputs = [
-        subprocess.run([sys.executable, "-c", _CACHED_PROGRAM], env=env, capture_output=True, text=True, check=True).stdout.split()
+        subprocess.run(
+            [sys.executable, "-c", _CACHED_PROGRAM],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split()
         for _ in range(2)
     ]
     folder = tmp_path / "jaxcourse" / "jax-compilation-cache"

@@ -62,7 +62,9 @@ def test_intensity_of_the_lowered_program_fails():
 
 def test_intensity_returning_the_dict_fails():
     assert_not_yet(
-        exercises.check_intensity(lambda fn, *args: jax.jit(fn).lower(*args).compile().cost_analysis()),
+        exercises.check_intensity(
+            lambda fn, *args: jax.jit(fn).lower(*args).compile().cost_analysis()
+        ),
         "should be one number",
     )
 
@@ -84,7 +86,10 @@ def test_limited_by_stub_is_not_yet():
 
 
 def test_limited_by_always_memory_fails():
-    assert_not_yet(exercises.check_limited_by(lambda fn, x, peak, bandwidth: "memory"), "for every program on every machine")
+    assert_not_yet(
+        exercises.check_limited_by(lambda fn, x, peak, bandwidth: "memory"),
+        "for every program on every machine",
+    )
 
 
 def test_limited_by_inverted_ridge_fails():
@@ -116,7 +121,11 @@ def test_limited_by_returning_a_boolean_fails():
 
 def checkpointed_grad(policy, where="body"):
     def low_memory_grad(x0, ws):
-        body = exercises.wide_body if where == "loss" else jax.checkpoint(exercises.wide_body, policy=policy)
+        body = (
+            exercises.wide_body
+            if where == "loss"
+            else jax.checkpoint(exercises.wide_body, policy=policy)
+        )
 
         def loss(x0, ws):
             x, _ = jax.lax.scan(body, x0, ws)
@@ -130,7 +139,9 @@ def checkpointed_grad(policy, where="body"):
 
 
 def test_low_memory_grad_reference_passes():
-    verdict = exercises.check_low_memory_grad(checkpointed_grad(jax.checkpoint_policies.nothing_saveable))
+    verdict = exercises.check_low_memory_grad(
+        checkpointed_grad(jax.checkpoint_policies.nothing_saveable)
+    )
     assert verdict, verdict.message
 
 
@@ -140,21 +151,27 @@ def test_low_memory_grad_stub_is_not_yet():
 
 def test_low_memory_grad_plain_grad_fails():
     assert_not_yet(
-        exercises.check_low_memory_grad(lambda x0, ws: jax.grad(exercises.scan_loss, argnums=1)(x0, ws)),
+        exercises.check_low_memory_grad(
+            lambda x0, ws: jax.grad(exercises.scan_loss, argnums=1)(x0, ws)
+        ),
         "Wrap the scan's body in jax.checkpoint",
     )
 
 
 def test_low_memory_grad_checkpointing_the_whole_loss_fails():
     assert_not_yet(
-        exercises.check_low_memory_grad(checkpointed_grad(jax.checkpoint_policies.nothing_saveable, where="loss")),
+        exercises.check_low_memory_grad(
+            checkpointed_grad(jax.checkpoint_policies.nothing_saveable, where="loss")
+        ),
         "jax.checkpoint around the whole loss",
     )
 
 
 def test_low_memory_grad_saving_everything_fails():
     assert_not_yet(
-        exercises.check_low_memory_grad(checkpointed_grad(jax.checkpoint_policies.everything_saveable)),
+        exercises.check_low_memory_grad(
+            checkpointed_grad(jax.checkpoint_policies.everything_saveable)
+        ),
         "everything_saveable",
     )
 
@@ -205,15 +222,23 @@ def test_most_expensive_op_keeping_the_loop_fails():
                 totals[event.name] += event.duration_us
         return max(totals, key=totals.get) if totals else None
 
-    assert_not_yet(exercises.check_most_expensive_op(with_containers), "contains other thunks on its thread")
+    assert_not_yet(
+        exercises.check_most_expensive_op(with_containers), "contains other thunks on its thread"
+    )
 
 
 def test_most_expensive_op_longest_single_event_fails():
     def longest(events):
-        thunks = [e for e in events if e.kind == "thunk" and not any(contains(e, o) for o in events if o.kind == "thunk")]
+        thunks = [
+            e
+            for e in events
+            if e.kind == "thunk" and not any(contains(e, o) for o in events if o.kind == "thunk")
+        ]
         return max(thunks, key=lambda e: e.duration_us).name if thunks else None
 
-    assert_not_yet(exercises.check_most_expensive_op(longest), "add up the durations of each name's events")
+    assert_not_yet(
+        exercises.check_most_expensive_op(longest), "add up the durations of each name's events"
+    )
 
 
 def test_most_expensive_op_every_kind_of_event_fails():
@@ -233,7 +258,11 @@ def test_most_expensive_op_ignoring_threads_fails():
         thunks = [e for e in events if e.kind == "thunk"]
 
         def inside(outer, inner):
-            return outer is not inner and outer.start_us <= inner.start_us and inner.end_us <= outer.end_us
+            return (
+                outer is not inner
+                and outer.start_us <= inner.start_us
+                and inner.end_us <= outer.end_us
+            )
 
         totals = collections.Counter()
         for event in thunks:
@@ -262,20 +291,30 @@ def test_donating_step_without_donation_fails():
 
 def test_donating_step_donating_the_batch_fails():
     """The batch of sgd_step cannot hold the new parameters: nothing is aliased."""
-    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=1)), "Nothing is donated")
+    assert_not_yet(
+        exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=1)),
+        "Nothing is donated",
+    )
 
 
 def test_donating_step_donating_everything_fails():
     """ema_step's sample has the state's shape: donated, it is deleted by the call."""
-    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=(0, 1))), "you donated it too")
+    assert_not_yet(
+        exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=(0, 1))),
+        "you donated it too",
+    )
 
 
 def test_donating_step_not_jitted_fails():
-    assert_not_yet(exercises.check_donated_state(lambda step: step), "should return a jitted function")
+    assert_not_yet(
+        exercises.check_donated_state(lambda step: step), "should return a jitted function"
+    )
 
 
 def test_donating_step_changing_the_step_fails():
     def doubled(step):
-        return jax.jit(lambda state, batch: jax.tree.map(lambda x: 2 * x, step(state, batch)), donate_argnums=0)
+        return jax.jit(
+            lambda state, batch: jax.tree.map(lambda x: 2 * x, step(state, batch)), donate_argnums=0
+        )
 
     assert_not_yet(exercises.check_donated_state(doubled), "does not return step(state, batch)")

@@ -14,7 +14,9 @@ def test_numpy_dict_comprehension_on_nested_dict():
     """Chapter: a one-level comprehension breaks on a nested dict of NumPy arrays."""
     flat_params = {"w": np.ones(3), "b": np.zeros(3)}
     nested_params = {"hidden": flat_params, "output": {"w": np.ones(3), "b": np.zeros(1)}}
-    with pytest.raises(TypeError, match=r"unsupported operand type\(s\) for \*: 'float' and 'dict'"):
+    with pytest.raises(
+        TypeError, match=r"unsupported operand type\(s\) for \*: 'float' and 'dict'"
+    ):
         {name: 0.5 * value for name, value in nested_params.items()}
 
 
@@ -81,7 +83,10 @@ def test_jit_rejects_plain_class():
     """Chapter: an unregistered class is one leaf, which jit cannot turn into an array."""
 
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
-    with pytest.raises(TypeError, match=r"as an abstract array.*PlainAffine'> and was passed to the function at path model"):
+    with pytest.raises(
+        TypeError,
+        match=r"as an abstract array.*PlainAffine'> and was passed to the function at path model",
+    ):
         jax.jit(lambda model, x: x @ model.w + model.b)(plain, jnp.ones(3))
 
 
@@ -89,7 +94,9 @@ def test_scan_rejects_plain_class_carry():
     """Chapter (case study): scan must take its carry apart into arrays, so a plain class fails."""
 
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
-    with pytest.raises(TypeError, match=r"of type '<class '.*PlainAffine'>' is not a valid JAX type"):
+    with pytest.raises(
+        TypeError, match=r"of type '<class '.*PlainAffine'>' is not a valid JAX type"
+    ):
         jax.lax.scan(lambda carry, _: (carry, None), plain, length=2)
 
 
@@ -102,7 +109,10 @@ def test_register_dataclass_string_field_not_static():
         w: jax.Array
         activation: str = "tanh"
 
-    with pytest.raises(TypeError, match=r"of type <class 'str'> and was passed to the function at path layer.activation"):
+    with pytest.raises(
+        TypeError,
+        match=r"of type <class 'str'> and was passed to the function at path layer.activation",
+    ):
         jax.jit(lambda layer: layer.w)(DenseForgotStatic(jnp.ones(2)))
 
 
@@ -125,7 +135,10 @@ def test_array_in_aux_data_fails_on_second_call():
     scaled = jax.jit(lambda m: m.w * m.scale)
     first = scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
     assert jnp.allclose(first, jnp.arange(3.0))
-    with pytest.raises(ValueError, match=r"(?s)pytree node of type .*ScaleInAux.*arrays cannot be passed as metadata fields"):
+    with pytest.raises(
+        ValueError,
+        match=r"(?s)pytree node of type .*ScaleInAux.*arrays cannot be passed as metadata fields",
+    ):
         scaled(ScaleInAux(jnp.ones(3), jnp.arange(3.0)))
 
 
@@ -141,7 +154,9 @@ def test_scan_carry_with_changing_static_field():
     def halve(state, _):
         return Iterate(0.5 * state.x, state.step + 1), None
 
-    with pytest.raises(TypeError, match="carry input and carry output must have the same pytree structure"):
+    with pytest.raises(
+        TypeError, match="carry input and carry output must have the same pytree structure"
+    ):
         jax.lax.scan(halve, Iterate(jnp.ones(2)), length=3)
 
 

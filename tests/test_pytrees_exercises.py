@@ -10,7 +10,6 @@ from jax.tree_util import register_pytree_node_class
 
 from jaxcourse.exercises import pytrees as exercises
 
-
 # Exercise 1: count the parameters -------------------------------------------------------------
 
 
@@ -66,7 +65,9 @@ def stack_records(records):
     structure = jax.tree.structure(records[0])
     for index, record in enumerate(records):
         if jax.tree.structure(record) != structure:
-            raise ValueError(f"record {index} has structure {jax.tree.structure(record)}, record 0 {structure}")
+            raise ValueError(
+                f"record {index} has structure {jax.tree.structure(record)}, record 0 {structure}"
+            )
     return _stack_unchecked(records)
 
 
@@ -100,7 +101,10 @@ def _unnamed_error(records):
     [
         (_stack_unchecked, "your function raised TypeError, not a ValueError"),
         (_array_maker, "stacked the records anyway"),
-        (_top_level_type_only, "compare each record's jax.tree.structure with record 0's before stacking"),
+        (
+            _top_level_type_only,
+            "compare each record's jax.tree.structure with record 0's before stacking",
+        ),
         (_unnamed_error, "should name the record that differs, 'record 2'"),
     ],
     ids=["chapter-cell-with-stack", "jnp-array", "top-level-type-only", "unnamed-record"],
@@ -135,7 +139,9 @@ def test_stack_records_wrong_axis_fails():
 def test_stack_records_concatenate_fails():
     """Concatenating merges the records instead of adding an axis."""
     verdict = exercises.check_stack_records(
-        lambda records: jax.tree.map(lambda *xs: jnp.concatenate([jnp.atleast_1d(x) for x in xs]), *records)
+        lambda records: jax.tree.map(
+            lambda *xs: jnp.concatenate([jnp.atleast_1d(x) for x in xs]), *records
+        )
     )
     assert not verdict
     assert "new first axis" in verdict.message
@@ -321,7 +327,9 @@ def test_standardizer_extra_array_in_aux_fails():
 
 def test_count_params_leaf_size_attribute_fails_on_python_numbers():
     """leaf.size works for arrays only; the Python int leaf gets a hint naming jnp.size."""
-    verdict = exercises.check_count_params(lambda tree: sum(leaf.size for leaf in jax.tree.leaves(tree)))
+    verdict = exercises.check_count_params(
+        lambda tree: sum(leaf.size for leaf in jax.tree.leaves(tree))
+    )
     assert not verdict and "jnp.size(leaf)" in verdict.message
 
 
@@ -334,7 +342,9 @@ def test_count_params_one_per_empty_array_fails():
 
 
 def test_count_params_returning_a_list_fails_with_the_expected_structure():
-    verdict = exercises.check_count_params(lambda tree: [jnp.size(leaf) for leaf in jax.tree.leaves(tree)])
+    verdict = exercises.check_count_params(
+        lambda tree: [jnp.size(leaf) for leaf in jax.tree.leaves(tree)]
+    )
     assert not verdict and "one whole number" in verdict.message
 
 
@@ -357,7 +367,9 @@ def test_stack_records_skipping_a_single_record_fails():
         return jax.tree.map(lambda *values: jnp.stack(values), *records)
 
     verdict = exercises.check_stack_records(lazy)
-    assert not verdict and "a single record" in verdict.message and "new first axis" in verdict.message
+    assert (
+        not verdict and "a single record" in verdict.message and "new first axis" in verdict.message
+    )
 
 
 @register_pytree_node_class
@@ -396,7 +408,12 @@ class TrainStateBase:
     """The chapter's TrainState without its two pytree methods."""
 
     def __init__(self, params, step, learning_rate, schedule):
-        self.params, self.step, self.learning_rate, self.schedule = params, step, learning_rate, schedule
+        self.params, self.step, self.learning_rate, self.schedule = (
+            params,
+            step,
+            learning_rate,
+            schedule,
+        )
 
     def rate(self):
         if self.schedule == "constant":
@@ -404,7 +421,9 @@ class TrainStateBase:
         return self.learning_rate / (1.0 + self.step)
 
     def apply(self, grads):
-        return type(self)(self.params - self.rate() * grads, self.step + 1, self.learning_rate, self.schedule)
+        return type(self)(
+            self.params - self.rate() * grads, self.step + 1, self.learning_rate, self.schedule
+        )
 
 
 def train_state(flatten, unflatten):

@@ -34,11 +34,27 @@ def test_the_good_fixture_passes_every_check():
             ],
         ),
         ("bad-crossref", qc.check_crossrefs, ["index.qmd:5: @fig-a-plto has no target"]),
-        ("bad-cell-option", qc.check_cell_options, ["chapters/a.qmd:11: unknown cell option 'ecko'"]),
-        ("bad-figure", qc.check_figure_cells, ["chapters/a.qmd:11: figure fig-a-plot has no fig-alt"]),
+        (
+            "bad-cell-option",
+            qc.check_cell_options,
+            ["chapters/a.qmd:11: unknown cell option 'ecko'"],
+        ),
+        (
+            "bad-figure",
+            qc.check_figure_cells,
+            ["chapters/a.qmd:11: figure fig-a-plot has no fig-alt"],
+        ),
         ("bad-link", qc.check_links, ["index.qmd:5: link to chapters/b.qmd does not resolve"]),
-        ("bad-title", qc.check_titles, ["chapters/a.qmd: no title (front matter, or a first heading '# ...')"]),
-        ("bad-citation", qc.check_citations, ["index.qmd:5: citation @knuth1985 is not in the bibliography"]),
+        (
+            "bad-title",
+            qc.check_titles,
+            ["chapters/a.qmd: no title (front matter, or a first heading '# ...')"],
+        ),
+        (
+            "bad-citation",
+            qc.check_citations,
+            ["index.qmd:5: citation @knuth1985 is not in the bibliography"],
+        ),
     ],
 )
 def test_each_check_catches_its_broken_fixture(fixture, check, expected):

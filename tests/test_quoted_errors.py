@@ -137,7 +137,8 @@ def _pmap_without_reshape():
 
 
 def _unplaced_params_on_explicit_mesh():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     parallel, devices = _course_devices()
     mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
@@ -155,7 +156,8 @@ def _unsharded_shard_map_input():
 
 
 def _index_a_split_axis():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     parallel, devices = _course_devices()
     mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
@@ -163,7 +165,8 @@ def _index_a_split_axis():
 
 
 def _committed_to_one_device_under_set_mesh():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     parallel, devices = _course_devices()
     mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
@@ -175,7 +178,8 @@ def _committed_to_one_device_under_set_mesh():
 
 
 def _committed_input_with_another_sharding():
-    from jax.sharding import NamedSharding, PartitionSpec as P
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
 
     parallel, devices = _course_devices()
     mesh = jax.make_mesh((len(devices),), (parallel.AXIS,), devices=devices)
@@ -191,7 +195,12 @@ def _all_gather_declared_replicated():
     mesh = jax.make_mesh((len(jax.devices()),), ("data",))
     with jax.set_mesh(mesh):
         x = jnp.ones((2 * len(jax.devices()), 3), out_sharding=P("data"))
-        jax.shard_map(lambda b: lax.all_gather(b, "data", tiled=True), mesh=mesh, in_specs=P("data"), out_specs=P())(x)
+        jax.shard_map(
+            lambda b: lax.all_gather(b, "data", tiled=True),
+            mesh=mesh,
+            in_specs=P("data"),
+            out_specs=P(),
+        )(x)
 
 
 def _monitor_every():
@@ -209,15 +218,21 @@ def _cost_of_a_function_never_compiled():
 REPRODUCERS = {
     "Encountered an unexpected tracer": _leaked_tracer,
     "Leaked trace DynamicJaxprTrace": _leak_checked,
-    "Non-hashable static arguments are not supported": lambda: jax.jit(lambda n: n, static_argnums=0)([1, 2]),
+    "Non-hashable static arguments are not supported": lambda: jax.jit(
+        lambda n: n, static_argnums=0
+    )([1, 2]),
     "Argument types differ from the types for which this computation was compiled": _aot_other_shape,
     "sum requires ndarray or scalar arguments": lambda: jnp.sum([1.0, 2.0]),
     "JAX arrays are immutable": _immutable,
     "Array has been deleted": _donated,
     "Shapes must be 1D sequences of concrete values of integer type": lambda: jax.jit(jnp.zeros)(3),
     "Shapes must be 1D sequences of concrete values": lambda: jax.jit(jnp.zeros)(3),
-    "select cases must have the same shapes": lambda: lax.select(jnp.array([True, False]), jnp.ones(2), jnp.float32(0.0)),
-    "Error interpreting argument to ... as an abstract array": lambda: jax.jit(lambda m: m)(_Plain()),
+    "select cases must have the same shapes": lambda: lax.select(
+        jnp.array([True, False]), jnp.ones(2), jnp.float32(0.0)
+    ),
+    "Error interpreting argument to ... as an abstract array": lambda: jax.jit(lambda m: m)(
+        _Plain()
+    ),
     "Gradient only defined for scalar-output functions": lambda: jax.grad(jnp.sin)(jnp.arange(3.0)),
     "grad requires real- or complex-valued inputs": lambda: jax.grad(jnp.sin)(3),
     "Custom VJP bwd rule must produce an output with the same container": _missing_cotangent,
@@ -225,12 +240,18 @@ REPRODUCERS = {
     "can't apply forward-mode autodiff (jvp) to a custom_vjp function": _jvp_of_custom_vjp,
     "grad requires real-valued outputs": lambda: jax.grad(lambda z: z**2)(1.0 + 2.0j),
     "Reverse-mode differentiation does not work for lax.while_loop": _grad_through_while,
-    "vmap got inconsistent sizes for array axes to be mapped": lambda: jax.vmap(jnp.add)(jnp.ones(2), jnp.ones(3)),
+    "vmap got inconsistent sizes for array axes to be mapped": lambda: jax.vmap(jnp.add)(
+        jnp.ones(2), jnp.ones(3)
+    ),
     "add does not accept dtypes key<fry>": lambda: jax.random.key(0) + 1,
     "Use jax.random.key_data": lambda: np.asarray(jax.random.key(0)),
     "unsupported operand type(s)": lambda: 0.1 * {"w": 1.0},
-    "pytree structure error: different numbers of pytree children": lambda: jax.tree.map(jnp.add, {"w": 1.0}, {"w": 1.0, "b": 2.0}),
-    "pytree structure error: different types": lambda: jax.tree.map(jnp.add, {"b": None}, {"b": 1.0}),
+    "pytree structure error: different numbers of pytree children": lambda: jax.tree.map(
+        jnp.add, {"w": 1.0}, {"w": 1.0, "b": 2.0}
+    ),
+    "pytree structure error: different types": lambda: jax.tree.map(
+        jnp.add, {"b": None}, {"b": 1.0}
+    ),
     "... is not a valid JAX type": lambda: lax.scan(lambda c, x: (c, x), _Plain(), jnp.ones(2)),
     "jax_num_cpu_devices config should be updated before backends are initialized": _device_count_after_start,
     "unbound axis name": lambda: lax.psum(jnp.ones(3), "data"),
@@ -244,7 +265,9 @@ REPRODUCERS = {
     "Received incompatible devices for jitted computation": _committed_to_one_device_under_set_mesh,
     "Sharding passed to jit does not match the sharding on the respective arg": _committed_input_with_another_sharding,
     "... out_specs which require replication which can't be statically inferred": _all_gather_declared_replicated,
-    "'Lowered' object has no attribute 'memory_analysis'": lambda: jax.jit(jnp.sin).lower(1.0).memory_analysis(),
+    "'Lowered' object has no attribute 'memory_analysis'": lambda: (
+        jax.jit(jnp.sin).lower(1.0).memory_analysis()
+    ),
     "cost needs a compiled program": _cost_of_a_function_never_compiled,
 }
 
@@ -275,8 +298,12 @@ def test_the_quoted_message_is_what_jax_raises(error_class, message):
         REPRODUCERS[message]()
     except BaseException as error:  # noqa: BLE001 - the class is what is checked
         names = {cls.__name__ for cls in type(error).__mro__}
-        assert error_class in names, f"{QUOTES[error_class, message]} quote {error_class}, got {type(error).__name__}: {error}"
+        assert error_class in names, (
+            f"{QUOTES[error_class, message]} quote {error_class}, got {type(error).__name__}: {error}"
+        )
         pieces = [piece.strip() for piece in message.split("...") if piece.strip()]
-        assert _in_order(pieces, str(error)), f"{QUOTES[error_class, message]} quote {message!r}; JAX says: {error}"
+        assert _in_order(pieces, str(error)), (
+            f"{QUOTES[error_class, message]} quote {message!r}; JAX says: {error}"
+        )
     else:
         pytest.fail(f"{message!r} ({QUOTES[error_class, message]}): nothing was raised")

@@ -61,7 +61,9 @@ def test_column_sums_in_blocks_equal_sum_over_rows(n_rows):
     with fewer rows than a block, exactly one block, and a remainder."""
     values = np.random.default_rng(n_rows).normal(size=(n_rows, 7))
     with jax.enable_x64(True):
-        np.testing.assert_allclose(column_sums_in_blocks(jnp.asarray(values)), values.sum(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(
+            column_sums_in_blocks(jnp.asarray(values)), values.sum(axis=0), rtol=1e-12
+        )
 
 
 def test_sum_forms_compute_what_their_names_say():
@@ -72,4 +74,6 @@ def test_sum_forms_compute_what_their_names_say():
         for name, form in SUM_FORMS.items():
             totals = {"jnp.sum(a * b)", "jnp.sum((a * b) @ ones)"}
             expected = (a * b).sum() if name in totals else (a * b).sum(axis=0)
-            np.testing.assert_allclose(form(jnp.asarray(a), jnp.asarray(b)), expected, rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(
+                form(jnp.asarray(a), jnp.asarray(b)), expected, rtol=1e-12, err_msg=name
+            )

@@ -58,8 +58,14 @@ def test_rprop_matches_torch_on_a_quadratic(settings):
     hessian, b, x0 = quadratic()
     with jax.enable_x64(True):
         ours = optax_path(
-            rprop(settings["lr"], etas=settings.get("etas", (0.5, 1.2)), step_sizes=settings["step_sizes"]),
-            hessian, b, x0,
+            rprop(
+                settings["lr"],
+                etas=settings.get("etas", (0.5, 1.2)),
+                step_sizes=settings["step_sizes"],
+            ),
+            hessian,
+            b,
+            x0,
         )
     theirs = torch_path(hessian, b, x0, **settings)
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-12)
@@ -107,7 +113,11 @@ def test_rprop_works_on_pytrees_and_under_jit():
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"etas": (1.5, 1.2)}, "etas"), ({"step_sizes": (1.0, 0.1)}, "step_sizes"), ({"learning_rate": -1.0}, "learning_rate")],
+    [
+        ({"etas": (1.5, 1.2)}, "etas"),
+        ({"step_sizes": (1.0, 0.1)}, "step_sizes"),
+        ({"learning_rate": -1.0}, "learning_rate"),
+    ],
 )
 def test_rprop_rejects_bad_settings(kwargs, match):
     """Settings torch rejects are rejected here too, with the argument named."""
@@ -174,7 +184,12 @@ def test_newton_momentum_beats_plain_newton_on_an_ill_conditioned_quadratic():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "match"), [({"momentum": 1.0}, "momentum"), ({"momentum": -0.1}, "momentum"), ({"learning_rate": 0.0}, "learning_rate")]
+    ("kwargs", "match"),
+    [
+        ({"momentum": 1.0}, "momentum"),
+        ({"momentum": -0.1}, "momentum"),
+        ({"learning_rate": 0.0}, "learning_rate"),
+    ],
 )
 def test_newton_momentum_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):

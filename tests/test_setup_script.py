@@ -16,7 +16,11 @@ def fake_python(directory: Path, name: str, *, supported: bool) -> Path:
     """An interpreter stand-in: the real one (3.12+) if `supported`, else one that fails the check."""
     directory.mkdir(parents=True, exist_ok=True)
     tool = directory / name
-    body = f'exec {sys.executable} "$@"' if supported else "exit 1  # like Python 3.11: fails the >= 3.12 test"
+    body = (
+        f'exec {sys.executable} "$@"'
+        if supported
+        else "exit 1  # like Python 3.11: fails the >= 3.12 test"
+    )
     tool.write_text(f"#!/bin/bash\n{body}\n")
     tool.chmod(0o755)
     return tool
@@ -26,7 +30,9 @@ def which_python(path: Path, **env) -> subprocess.CompletedProcess:
     return subprocess.run(
         ["/bin/bash", str(ROOT / "scripts" / "setup.sh"), "--which-python"],
         env={"PATH": f"{path}:/usr/bin:/bin", "HOME": str(path), **env},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -72,7 +78,9 @@ def test_without_a_supported_python_it_stops_and_says_what_it_needs(tmp_path):
     result = subprocess.run(
         ["/bin/bash", str(ROOT / "scripts" / "setup.sh"), "--which-python"],
         env={"PATH": f"{bin_dir}:{tools}", "HOME": str(tmp_path)},
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 1
     assert "needs Python 3.13 or 3.12" in result.stderr

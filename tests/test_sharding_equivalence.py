@@ -47,7 +47,11 @@ def _rows(mesh, *arrays):
 
 
 def _assert_trees_close(actual, expected):
-    jax.tree.map(lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), **TOLERANCE), actual, expected)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), **TOLERANCE),
+        actual,
+        expected,
+    )
 
 
 def test_course_devices_fall_back_to_simulated_cpus(devices):
@@ -128,7 +132,10 @@ def test_training_runs_agree(devices, mesh, batch, params0):
     final, losses = parallel.train(jax.jit(parallel.sgd_step), params0, x, y, n_steps)
     xs, ys = _rows(mesh, x, y)
     placed = jax.device_put(params0, NamedSharding(mesh, P()))
-    blocks = parallel.split_for_devices(x, len(devices)), parallel.split_for_devices(y, len(devices))
+    blocks = (
+        parallel.split_for_devices(x, len(devices)),
+        parallel.split_for_devices(y, len(devices)),
+    )
     runs = [
         parallel.train(parallel.make_pmap_step(devices), params0, *blocks, n_steps),
         parallel.train(parallel.make_jit_step(mesh), placed, xs, ys, n_steps),
@@ -152,7 +159,13 @@ def test_max_abs_difference_across_devices(mesh, batch):
 
 def _shard_map_grads(mesh, loss, reduce, check_vma=True):
     @jax.jit
-    @partial(jax.shard_map, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P(), check_vma=check_vma)
+    @partial(
+        jax.shard_map,
+        mesh=mesh,
+        in_specs=(P(), P("data"), P("data")),
+        out_specs=P(),
+        check_vma=check_vma,
+    )
     def grads(params, x_block, y_block):
         return reduce(jax.grad(loss)(params, x_block, y_block))
 
@@ -160,7 +173,9 @@ def _shard_map_grads(mesh, loss, reduce, check_vma=True):
 
 
 def _ratio(actual, expected):
-    return np.concatenate([np.ravel(a / e) for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected))])
+    return np.concatenate(
+        [np.ravel(a / e) for a, e in zip(jax.tree.leaves(actual), jax.tree.leaves(expected))]
+    )
 
 
 def test_ported_pmean_of_mean_loss_gradients_is_n_times_too_large(mesh, batch, params0):
@@ -168,7 +183,9 @@ def test_ported_pmean_of_mean_loss_gradients_is_n_times_too_large(mesh, batch, p
     x, y = batch
     expected = jax.grad(parallel.mse_loss)(params0, x, y)
     ported = _shard_map_grads(mesh, parallel.mse_loss, lambda g: lax.pmean(g, "data"))
-    np.testing.assert_allclose(_ratio(ported(params0, *_rows(mesh, x, y)), expected), mesh.size, rtol=1e-5)
+    np.testing.assert_allclose(
+        _ratio(ported(params0, *_rows(mesh, x, y)), expected), mesh.size, rtol=1e-5
+    )
 
 
 def test_ported_psum_of_sum_loss_gradients_is_n_times_too_large(mesh, batch, params0):
@@ -180,7 +197,9 @@ def test_ported_psum_of_sum_loss_gradients_is_n_times_too_large(mesh, batch, par
 
     expected = jax.grad(sum_loss)(params0, x, y)
     ported = _shard_map_grads(mesh, sum_loss, lambda g: lax.psum(g, "data"))
-    np.testing.assert_allclose(_ratio(ported(params0, *_rows(mesh, x, y)), expected), mesh.size, rtol=1e-5)
+    np.testing.assert_allclose(
+        _ratio(ported(params0, *_rows(mesh, x, y)), expected), mesh.size, rtol=1e-5
+    )
     # Without the extra psum, the automatic sum over devices is exactly the right gradient.
     plain = _shard_map_grads(mesh, sum_loss, lambda g: g)
     np.testing.assert_allclose(_ratio(plain(params0, *_rows(mesh, x, y)), expected), 1.0, rtol=1e-5)
@@ -190,7 +209,9 @@ def test_check_vma_false_restores_pmap_semantics(mesh, batch, params0):
     """With check_vma=False, gradients stay per device: pmean gives the right one."""
     x, y = batch
     expected = jax.grad(parallel.mse_loss)(params0, x, y)
-    grads = _shard_map_grads(mesh, parallel.mse_loss, lambda g: lax.pmean(g, "data"), check_vma=False)
+    grads = _shard_map_grads(
+        mesh, parallel.mse_loss, lambda g: lax.pmean(g, "data"), check_vma=False
+    )
     np.testing.assert_allclose(_ratio(grads(params0, *_rows(mesh, x, y)), expected), 1.0, rtol=1e-5)
 
 
@@ -228,7 +249,9 @@ def test_sharded_elbo_with_covariates_and_other_mesh_sizes(devices, n_shards):
     params = pln.ModelParams(sim.coef, sim.covariance)
     mesh = jax.make_mesh((n_shards,), ("samples",), devices=devices[:n_shards])
     actual = sharded_elbo(sim.data, variational, params, mesh, axis_name="samples")
-    np.testing.assert_allclose(float(actual), float(pln.elbo(sim.data, variational, params)), rtol=1e-5)
+    np.testing.assert_allclose(
+        float(actual), float(pln.elbo(sim.data, variational, params)), rtol=1e-5
+    )
 
 
 def test_sharded_elbo_rejects_uneven_split(oaks):
@@ -252,7 +275,9 @@ def test_sharded_elbo_is_differentiable_under_jit_or_a_mesh_context(mesh):
         in_context = grad_sharded(variational)
     for actual in (jax.jit(grad_sharded)(variational), in_context):
         jax.tree.map(
-            lambda a, b: np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5),
+            lambda a, b: np.testing.assert_allclose(
+                np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-5
+            ),
             actual,
             expected,
         )
@@ -275,7 +300,9 @@ def test_late_xla_flags_are_silently_ignored():
         "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\n"
         "print(len(jax.devices()))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_clean_env())
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_clean_env()
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "1"
 
@@ -287,7 +314,9 @@ def test_early_xla_flags_give_four_devices():
         "os.environ['XLA_FLAGS'] = '--xla_force_host_platform_device_count=4'\n"
         "print(len(jax.devices()))\n"
     )
-    flag = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_clean_env())
+    flag = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=_clean_env()
+    )
     assert flag.stdout.strip() == "4", flag.stderr
 
 
@@ -323,6 +352,8 @@ def test_queued_collective_steps_finish_without_waiting():
         "        p, loss = step(p, a, b)  # never waits: up to 300 steps in the queue\n"
         "    print(float(loss))\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=_clean_env())
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=180, env=_clean_env()
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(result.stdout.split()) == 3

@@ -58,7 +58,9 @@ def test_explicit_mesh_needs_placed_params(mesh, batch, params0):
     """On an Explicit mesh, the gradient of unplaced params over sharded rows is ambiguous."""
     x, y = batch
     rows = NamedSharding(mesh, P(parallel.AXIS))
-    with pytest.raises(Exception, match="Contracting dimensions are sharded and it is ambiguous") as raised:
+    with pytest.raises(
+        Exception, match="Contracting dimensions are sharded and it is ambiguous"
+    ) as raised:
         jax.jit(parallel.sgd_step)(params0, jax.device_put(x, rows), jax.device_put(y, rows))
     # The page shows this name; JAX exports the class only from a private module, so the test
     # checks the name the learner sees rather than importing it from there.
@@ -77,15 +79,22 @@ def test_set_mesh_replicates_uncommitted_params(mesh, batch, params0):
     x, y = batch
     rows = NamedSharding(mesh, P(parallel.AXIS))
     with jax.set_mesh(mesh):
-        new_params, _ = jax.jit(parallel.sgd_step)(params0, jax.device_put(x, rows), jax.device_put(y, rows))
+        new_params, _ = jax.jit(parallel.sgd_step)(
+            params0, jax.device_put(x, rows), jax.device_put(y, rows)
+        )
     assert new_params.weights.sharding.is_fully_replicated
 
 
 def test_params_committed_to_one_device_fail_even_under_set_mesh(devices, mesh, batch, params0):
     x, y = batch
     rows = NamedSharding(mesh, P(parallel.AXIS))
-    with jax.set_mesh(mesh), pytest.raises(ValueError, match="Received incompatible devices for jitted computation"):
-        jax.jit(parallel.sgd_step)(jax.device_put(params0, devices[0]), jax.device_put(x, rows), jax.device_put(y, rows))
+    with (
+        jax.set_mesh(mesh),
+        pytest.raises(ValueError, match="Received incompatible devices for jitted computation"),
+    ):
+        jax.jit(parallel.sgd_step)(
+            jax.device_put(params0, devices[0]), jax.device_put(x, rows), jax.device_put(y, rows)
+        )
 
 
 def test_indexing_along_the_split_axis_asks_for_an_out_sharding(mesh, batch):
@@ -104,7 +113,9 @@ def test_jit_moves_uncommitted_inputs_but_refuses_committed_ones_elsewhere(mesh,
     step(params0, x, y)  # uncommitted: moved to the in_shardings
     placed = jax.device_put(params0, NamedSharding(mesh, P()))
     rows = NamedSharding(mesh, P(parallel.AXIS))
-    with pytest.raises(ValueError, match="Sharding passed to jit does not match the sharding on the respective arg"):
+    with pytest.raises(
+        ValueError, match="Sharding passed to jit does not match the sharding on the respective arg"
+    ):
         step(placed, jax.device_put(x, NamedSharding(mesh, P())), jax.device_put(y, rows))
 
 
@@ -117,14 +128,30 @@ def test_check_vma_false_leaves_each_device_its_block_gradient(mesh, batch, para
     true = jax.grad(parallel.mse_loss)(params0, x, y).weights
 
     def body(params, x_block, y_block):
-        grads = jax.grad(lambda p: lax.pmean(parallel.mse_loss(p, x_block, y_block), parallel.AXIS))(params)
+        grads = jax.grad(
+            lambda p: lax.pmean(parallel.mse_loss(p, x_block, y_block), parallel.AXIS)
+        )(params)
         return grads.weights[None]
 
     for check_vma, all_true in ((True, True), (False, False)):
-        per_device = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=(P(), P("data"), P("data")),
-                                           out_specs=P("data"), check_vma=check_vma))(params0, xs, ys)
+        per_device = jax.jit(
+            jax.shard_map(
+                body,
+                mesh=mesh,
+                in_specs=(P(), P("data"), P("data")),
+                out_specs=P("data"),
+                check_vma=check_vma,
+            )
+        )(params0, xs, ys)
         assert bool(jnp.allclose(per_device, true, rtol=1e-5, atol=1e-6).all()) is all_true
         assert jnp.allclose(per_device.mean(axis=0), true, rtol=1e-5, atol=1e-5)
-        loss = jax.shard_map(lambda p, xb, yb: lax.pmean(parallel.mse_loss(p, xb, yb), parallel.AXIS), mesh=mesh,
-                             in_specs=(P(), P("data"), P("data")), out_specs=P(), check_vma=check_vma)
-        assert jnp.allclose(jax.jit(jax.grad(loss))(params0, xs, ys).weights, true, rtol=1e-5, atol=1e-6)
+        loss = jax.shard_map(
+            lambda p, xb, yb: lax.pmean(parallel.mse_loss(p, xb, yb), parallel.AXIS),
+            mesh=mesh,
+            in_specs=(P(), P("data"), P("data")),
+            out_specs=P(),
+            check_vma=check_vma,
+        )
+        assert jnp.allclose(
+            jax.jit(jax.grad(loss))(params0, xs, ys).weights, true, rtol=1e-5, atol=1e-6
+        )

@@ -34,7 +34,9 @@ def mesh(devices):
 
 
 def _on_rows(mesh):
-    return lambda body: jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data")))
+    return lambda body: jax.jit(
+        jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data"))
+    )
 
 
 def test_standardise_reference_passes(mesh):
@@ -60,8 +62,14 @@ def test_standardise_two_pass_variant_passes(mesh):
 def test_standardise_pmap_still_passes(devices, mesh):
     """Older code: the same statistics with pmap over the reshaped blocks are accepted too."""
     pmapped = jax.pmap(
-        lambda b: (b - lax.pmean(b.mean(axis=0), "data")) / jnp.sqrt(lax.pmean(jnp.mean((b - lax.pmean(b.mean(axis=0), "data")) ** 2, axis=0), "data")),
-        axis_name="data", devices=devices,
+        lambda b: (
+            (b - lax.pmean(b.mean(axis=0), "data"))
+            / jnp.sqrt(
+                lax.pmean(jnp.mean((b - lax.pmean(b.mean(axis=0), "data")) ** 2, axis=0), "data")
+            )
+        ),
+        axis_name="data",
+        devices=devices,
     )
 
     def standardise(x):
@@ -118,7 +126,13 @@ def test_standardise_stub_is_not_yet(mesh):
 
 def _sharded(mesh, check_vma=True):
     return lambda body: jax.jit(
-        jax.shard_map(body, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=P(), check_vma=check_vma)
+        jax.shard_map(
+            body,
+            mesh=mesh,
+            in_specs=(P(), P("data"), P("data")),
+            out_specs=P(),
+            check_vma=check_vma,
+        )
     )
 
 
@@ -157,7 +171,9 @@ def test_sharded_grad_unreduced_without_vma_check_fails(mesh):
 def test_sharded_grad_wrong_type_fails(mesh):
     @_sharded(mesh)
     def sharded_grad(params, x_block, y_block):
-        grads = jax.grad(lambda p: lax.pmean(parallel.mse_loss(p, x_block, y_block), "data"))(params)
+        grads = jax.grad(lambda p: lax.pmean(parallel.mse_loss(p, x_block, y_block), "data"))(
+            params
+        )
         return grads.weights
 
     verdict = check_sharded_grad(sharded_grad, mesh)
@@ -198,7 +214,9 @@ def _profiled(coef_fn):
 
 def test_profiled_elbo_reference_passes(mesh):
     def global_coef(x_block, m_block):
-        return jnp.linalg.solve(lax.psum(x_block.T @ x_block, "data"), lax.psum(x_block.T @ m_block, "data"))
+        return jnp.linalg.solve(
+            lax.psum(x_block.T @ x_block, "data"), lax.psum(x_block.T @ m_block, "data")
+        )
 
     verdict = check_sharded_profiled_elbo(_profiled(global_coef), mesh)
     assert verdict, verdict.message
@@ -218,7 +236,9 @@ def test_profiled_elbo_with_wrong_covariance_fails(mesh):
         @partial(jax.shard_map, mesh=mesh, in_specs=(P("data"), P("data")), out_specs=P())
         def on_each_device(data_block, variational_block):
             x_block, m_block = data_block.covariates, variational_block.latent_mean
-            coef = jnp.linalg.solve(lax.psum(x_block.T @ x_block, "data"), lax.psum(x_block.T @ m_block, "data"))
+            coef = jnp.linalg.solve(
+                lax.psum(x_block.T @ x_block, "data"), lax.psum(x_block.T @ m_block, "data")
+            )
             totals = lax.psum(pln.elbo_statistics(data_block, variational_block, coef), "data")
             block_rows = x_block.shape[0]  # the typical slip: the block's n, not the total
             return pln.elbo_from_statistics(totals, totals.scatter / block_rows)
@@ -270,7 +290,9 @@ def test_sharded_grad_ignoring_the_mesh_fails(mesh):
 
 def test_profiled_elbo_ignoring_the_mesh_fails(mesh):
     """pln.profiled_elbo on one device gives the value, but the exercise splits the samples."""
-    verdict = check_sharded_profiled_elbo(lambda data, variational, mesh: pln.profiled_elbo(data, variational), mesh)
+    verdict = check_sharded_profiled_elbo(
+        lambda data, variational, mesh: pln.profiled_elbo(data, variational), mesh
+    )
     assert not verdict and "ignores the mesh" in verdict.message
 
 

@@ -32,18 +32,27 @@ def test_indexing_a_split_axis_asks_for_an_out_sharding(mesh):
 def test_contracting_a_split_axis_asks_for_an_out_sharding(mesh):
     x_grid = jnp.ones((16, 8), out_sharding=P("data", "model"))
     w_rows = jnp.ones((8, 4), out_sharding=P("model", None))
-    with pytest.raises(Exception, match="Contracting dimensions are sharded and it is ambiguous") as raised:
+    with pytest.raises(
+        Exception, match="Contracting dimensions are sharded and it is ambiguous"
+    ) as raised:
         x_grid @ w_rows
     assert type(raised.value).__name__ == "ShardingTypeError"
-    assert str(jax.typeof(jnp.matmul(x_grid, w_rows, out_sharding=P("data", None)))) == "float32[16@data,4]"
+    assert (
+        str(jax.typeof(jnp.matmul(x_grid, w_rows, out_sharding=P("data", None))))
+        == "float32[16@data,4]"
+    )
 
 
 def test_all_gather_is_varying_so_out_specs_p_is_refused(mesh):
     x_line = jnp.ones((8, 8), out_sharding=P("data"))
     gather_everything = partial(jax.shard_map, mesh=mesh, in_specs=P("data"), out_specs=P())
-    with pytest.raises(ValueError, match="out_specs which require replication which can't be statically inferred"):
+    with pytest.raises(
+        ValueError, match="out_specs which require replication which can't be statically inferred"
+    ):
         gather_everything(lambda b: lax.all_gather(b, "data", tiled=True))(x_line)
-    assert gather_everything(lambda b: lax.all_gather(b, "data", tiled=True, to="invarying"))(x_line).shape == (8, 8)
+    assert gather_everything(lambda b: lax.all_gather(b, "data", tiled=True, to="invarying"))(
+        x_line
+    ).shape == (8, 8)
 
 
 def test_typeof_shows_the_sharding_and_reductions_propagate_it(mesh):
@@ -63,7 +72,9 @@ def test_auto_axes_leave_the_sharding_out_of_the_type():
 
 
 def test_grid_mesh_refuses_counts_it_cannot_use():
-    with pytest.raises(ValueError, match=r"a \(4, 2\) mesh needs 8 devices, but only 4 are available"):
+    with pytest.raises(
+        ValueError, match=r"a \(4, 2\) mesh needs 8 devices, but only 4 are available"
+    ):
         meshes.grid_mesh(4, 2)
     with pytest.raises(ValueError, match="do not form a grid with 2 along 'model'"):
         meshes.grid_shape(5)

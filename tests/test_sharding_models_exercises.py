@@ -7,7 +7,11 @@ from jax import lax
 
 from jaxcourse import mesh as meshes
 from jaxcourse import model_parallel as mp
-from jaxcourse.exercises.sharding_models import check_fsdp_loss, check_psum_from_pieces, check_ring_all_gather
+from jaxcourse.exercises.sharding_models import (
+    check_fsdp_loss,
+    check_psum_from_pieces,
+    check_ring_all_gather,
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +49,10 @@ def test_psum_from_pieces_stub_is_not_yet(mesh):
         (lambda block: lax.psum(block, "data"), "calls lax.psum"),
         (lambda block: lax.psum_scatter(block, "data", tiled=True), "should be one array of shape"),
         (lambda block: jnp.sum(lax.all_gather(block, "data"), axis=0), "without lax.psum_scatter"),
-        (lambda block: lax.all_gather(block, "data", tiled=True)[: block.shape[0]], "does not hold the sum"),
+        (
+            lambda block: lax.all_gather(block, "data", tiled=True)[: block.shape[0]],
+            "does not hold the sum",
+        ),
     ],
     ids=["psum itself", "scatter only", "gather then add", "gather only"],
 )
@@ -80,7 +87,9 @@ def test_fsdp_loss_stub_is_not_yet(mesh):
 
 def _gather_the_wrong_axis(params, x_block, y_block):
     w2 = lax.all_gather(params.output.weights, "data", axis=0, tiled=True)
-    hidden = jax.nn.relu(x_block @ lax.all_gather(params.hidden.weights, "data", axis=0, tiled=True))
+    hidden = jax.nn.relu(
+        x_block @ lax.all_gather(params.hidden.weights, "data", axis=0, tiled=True)
+    )
     return lax.pmean(mp.mse(hidden @ w2.T[: w2.shape[1]].T, y_block), "data")
 
 

@@ -45,16 +45,29 @@ def browser(tmp_path_factory):
     """A function (page file, *flags) -> the browser's stdout, with a profile of its own."""
     path = find_browser()
     if path is None:
-        message = "no headless browser found: install Debian's chromium (apt-get install -y chromium)"
+        message = (
+            "no headless browser found: install Debian's chromium (apt-get install -y chromium)"
+        )
         if os.environ.get("CI"):
             pytest.fail(message + "; CI must have one")
         pytest.skip(message)
     profile = tmp_path_factory.mktemp("browser-profile")
 
     def run(page: Path, *flags: str) -> str:
-        command = [path, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}", *flags]
+        command = [
+            path,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={profile}",
+            *flags,
+        ]
         result = subprocess.run(
-            [*command, page.resolve().as_uri()], capture_output=True, text=True, timeout=180, check=True
+            [*command, page.resolve().as_uri()],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=True,
         )
         return result.stdout
 
@@ -65,14 +78,18 @@ def fresh_executed() -> Path | None:
     """`_executed/` if each notebook there is newer than its source and FAST_CHAPTER is among them."""
     executed = ROOT / "_executed"
     pairs = [(path, ROOT / "notebooks" / path.name) for path in executed.glob("*.ipynb")]
-    fresh = all(source.exists() and path.stat().st_mtime >= source.stat().st_mtime for path, source in pairs)
+    fresh = all(
+        source.exists() and path.stat().st_mtime >= source.stat().st_mtime for path, source in pairs
+    )
     return executed if fresh and (executed / f"{FAST_CHAPTER}.ipynb").exists() else None
 
 
 def execute_fast_chapter(folder: Path) -> Path:
     """`notebooks/<FAST_CHAPTER>.ipynb` executed into `folder`, as scripts/course.sh executes it."""
     notebook = nbformat.read(ROOT / "notebooks" / f"{FAST_CHAPTER}.ipynb", as_version=4)
-    client = nbclient.NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=True)
+    client = nbclient.NotebookClient(
+        notebook, timeout=600, kernel_name="python3", allow_errors=True
+    )
     client.execute(cwd=str(ROOT / "notebooks"))
     nbformat.write(notebook, folder / f"{FAST_CHAPTER}.ipynb")
     return folder
@@ -92,7 +109,10 @@ def site(tmp_path_factory):
 def doms(site, browser):
     """The DOM the browser shows for every built page, by its path in the site."""
     out, _, built = site
-    return {page.html_path: BeautifulSoup(browser(out / page.html_path, "--dump-dom"), "html.parser") for page in built}
+    return {
+        page.html_path: BeautifulSoup(browser(out / page.html_path, "--dump-dom"), "html.parser")
+        for page in built
+    }
 
 
 def embedded_png(src: str | None) -> bool:
@@ -117,12 +137,20 @@ def test_figures_are_embedded_images(site, doms):
     chapters = [page for page in built if page.notebook is not None]
     assert chapters, "no executed chapter in the site"
     for page in chapters:
-        outputs = [o for c in nbformat.read(page.notebook, as_version=4).cells for o in c.get("outputs", [])]
+        outputs = [
+            o
+            for c in nbformat.read(page.notebook, as_version=4).cells
+            for o in c.get("outputs", [])
+        ]
         expected = sum("image/png" in o.get("data", {}) for o in outputs)
         images = [img["src"] for img in doms[page.html_path].find_all("img", src=embedded_png)]
-        assert len(images) == expected, f"{page.path}: {len(images)} embedded images, {expected} figures"
+        assert len(images) == expected, (
+            f"{page.path}: {len(images)} embedded images, {expected} figures"
+        )
         assert all(len(src) > 1000 for src in images), f"{page.path}: an empty image"
-    assert any(doms[page.html_path].find("img", src=embedded_png) for page in chapters), "no figure at all"
+    assert any(doms[page.html_path].find("img", src=embedded_png) for page in chapters), (
+        "no figure at all"
+    )
 
 
 def test_no_raw_quarto_syntax(site, doms):
@@ -143,7 +171,9 @@ def test_index_links_every_page_in_book_order(site, doms):
     contents = doms["index.html"].select(".course-contents a")
     assert [a["href"] for a in contents] == [page.html_path for page in built]
     text = doms["index.html"].select_one(".course-contents").get_text(" ")
-    assert all(page.title in text for page in pages), "a page of _quarto.yml is missing from the index"
+    assert all(page.title in text for page in pages), (
+        "a page of _quarto.yml is missing from the index"
+    )
 
 
 def _target(page: str, href: str) -> str:
@@ -157,7 +187,9 @@ def test_next_and_previous_links_walk_the_book(site, doms):
         nav = doms[path].select_one(".course-nav")
         links = {a["rel"][0]: _target(path, a["href"]) for a in nav.find_all("a")}
         assert links["index"] == "index.html"
-        assert links.get("next") == (order[position + 1] if position + 1 < len(order) else None), path
+        assert links.get("next") == (order[position + 1] if position + 1 < len(order) else None), (
+            path
+        )
         assert links.get("prev") == (order[position - 1] if position > 0 else None), path
 
 
@@ -180,7 +212,9 @@ def test_local_links_and_anchors_resolve(site, doms):
 def test_screenshot_of_the_index(site, browser):
     out, _, _ = site
     shot = out / "screenshot-index.png"
-    browser(out / "index.html", f"--screenshot={shot}", "--window-size=1200,1400", "--hide-scrollbars")
+    browser(
+        out / "index.html", f"--screenshot={shot}", "--window-size=1200,1400", "--hide-scrollbars"
+    )
     print(f"\nscreenshot: {shot}")
     with Image.open(shot) as image:
         assert image.format == "PNG" and image.size == (1200, 1400)
@@ -194,15 +228,22 @@ def test_outline_lists_parts_and_appendices_in_book_order(tmp_path):
         "book:\n  chapters:\n    - index.qmd\n    - part: One\n      chapters: [a.qmd, b.qmd]\n"
         "  appendices: [z.qmd]\n"
     )
-    assert outline(tmp_path) == [(None, "index.qmd"), ("One", "a.qmd"), ("One", "b.qmd"), ("Appendices", "z.qmd")]
+    assert outline(tmp_path) == [
+        (None, "index.qmd"),
+        ("One", "a.qmd"),
+        ("One", "b.qmd"),
+        ("Appendices", "z.qmd"),
+    ]
 
 
 def test_links_to_the_published_book_become_local_where_the_page_is_built():
     site = "https://owner.github.io/course/"
     page = SitePage("chapters/a.qmd", None, "1 A", None, True)
     built = [page, SitePage("index.qmd", None, "Welcome", None, True)]
-    text = (f'<a href="{site}chapters/a.html#sec-x">1.2</a> <a href="{site}">home</a> '
-            f'<a href="{site}chapters/b.html#fig-y">not built</a>')
+    text = (
+        f'<a href="{site}chapters/a.html#sec-x">1.2</a> <a href="{site}">home</a> '
+        f'<a href="{site}chapters/b.html#fig-y">not built</a>'
+    )
     assert local_links(text, page, built, site) == (
         f'<a href="a.html#sec-x">1.2</a> <a href="../index.html">home</a> '
         f'<a href="{site}chapters/b.html#fig-y">not built</a>'

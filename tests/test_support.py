@@ -81,7 +81,9 @@ def test_environment_records_versions_and_device():
 
 
 def test_sizes_are_small_on_cpu():
-    assert config.by_device(cpu="small", accelerator="large") == ("large" if config.on_accelerator() else "small")
+    assert config.by_device(cpu="small", accelerator="large") == (
+        "large" if config.on_accelerator() else "small"
+    )
     if not config.on_accelerator():
         assert config.pln_sizes().repeat == 1
 

@@ -29,7 +29,9 @@ def repeat_sin(x, n):
 
 def test_python_if_on_tracer_raises_bool_conversion_error():
     """A Python `if` on a traced scalar cannot choose a branch."""
-    with pytest.raises(jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array") as info:
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array"
+    ) as info:
         jax.jit(clip_negative)(3.0)
     assert type(info.value) is jax.errors.TracerBoolConversionError
     assert isinstance(info.value, jax.errors.ConcretizationTypeError)
@@ -37,7 +39,10 @@ def test_python_if_on_tracer_raises_bool_conversion_error():
 
 def test_range_of_traced_int_raises_integer_conversion_error():
     """range(n) calls n.__index__(), which a tracer refuses."""
-    with pytest.raises(jax.errors.TracerIntegerConversionError, match=r"The __index__\(\) method was called on traced array") as info:
+    with pytest.raises(
+        jax.errors.TracerIntegerConversionError,
+        match=r"The __index__\(\) method was called on traced array",
+    ) as info:
         jax.jit(repeat_sin)(1.0, 3)
     assert type(info.value) is jax.errors.TracerIntegerConversionError
 
@@ -45,7 +50,9 @@ def test_range_of_traced_int_raises_integer_conversion_error():
 def test_traced_boolean_mask_raises_non_concrete_boolean_index_error():
     """x[x > 0] has a data-dependent shape; it is an IndexError subclass."""
     x = jnp.array([-1.0, 2.0, -3.0, 4.0, 5.0])
-    with pytest.raises(jax.errors.NonConcreteBooleanIndexError, match="Array boolean indices must be concrete") as info:
+    with pytest.raises(
+        jax.errors.NonConcreteBooleanIndexError, match="Array boolean indices must be concrete"
+    ) as info:
         jax.jit(lambda x: x[x > 0].sum())(x)
     assert type(info.value) is jax.errors.NonConcreteBooleanIndexError
     assert isinstance(info.value, IndexError)
@@ -53,7 +60,10 @@ def test_traced_boolean_mask_raises_non_concrete_boolean_index_error():
 
 def test_unique_without_size_raises_concretization_error():
     """jnp.unique needs size= under jit; the error is the general ConcretizationTypeError."""
-    with pytest.raises(jax.errors.ConcretizationTypeError, match=r"you can specify a concrete value for the size argument") as info:
+    with pytest.raises(
+        jax.errors.ConcretizationTypeError,
+        match=r"you can specify a concrete value for the size argument",
+    ) as info:
         jax.jit(jnp.unique)(jnp.array([3, 1, 3, 2]))
     assert type(info.value) is jax.errors.ConcretizationTypeError
 
@@ -61,10 +71,26 @@ def test_unique_without_size_raises_concretization_error():
 @pytest.mark.parametrize(
     ("fn", "error", "message"),
     [
-        (lambda x, n: x[:n], IndexError, r"Array slice indices must have static start/stop/step(.|\n)*x\[jax\.ds\(start, size\)\]"),
-        (lambda x, n: float(x[0]), jax.errors.ConcretizationTypeError, "Abstract tracer value encountered where concrete value is expected"),
-        (lambda x, n: x[0].item(), jax.errors.ConcretizationTypeError, "Abstract tracer value encountered where concrete value is expected"),
-        (lambda x, n: np.sin(x), jax.errors.TracerArrayConversionError, r"The numpy\.ndarray conversion method __array__\(\) was called on traced array"),
+        (
+            lambda x, n: x[:n],
+            IndexError,
+            r"Array slice indices must have static start/stop/step(.|\n)*x\[jax\.ds\(start, size\)\]",
+        ),
+        (
+            lambda x, n: float(x[0]),
+            jax.errors.ConcretizationTypeError,
+            "Abstract tracer value encountered where concrete value is expected",
+        ),
+        (
+            lambda x, n: x[0].item(),
+            jax.errors.ConcretizationTypeError,
+            "Abstract tracer value encountered where concrete value is expected",
+        ),
+        (
+            lambda x, n: np.sin(x),
+            jax.errors.TracerArrayConversionError,
+            r"The numpy\.ndarray conversion method __array__\(\) was called on traced array",
+        ),
     ],
     ids=["slice", "float", "item", "np.sin"],
 )
@@ -86,8 +112,12 @@ def test_lax_select_does_not_broadcast():
 def test_lax_select_broadcasts_a_scalar_predicate_only():
     """The chapter's exception: a scalar predicate picks a whole case; a predicate of another
     non-scalar shape is rejected."""
-    np.testing.assert_array_equal(jax.lax.select(jnp.array(False), jnp.ones(3), jnp.zeros(3)), np.zeros(3))
-    with pytest.raises(TypeError, match="select `which` must be scalar or have the same shape as cases"):
+    np.testing.assert_array_equal(
+        jax.lax.select(jnp.array(False), jnp.ones(3), jnp.zeros(3)), np.zeros(3)
+    )
+    with pytest.raises(
+        TypeError, match="select `which` must be scalar or have the same shape as cases"
+    ):
         jax.lax.select(jnp.array([True, False]), jnp.ones(3), jnp.zeros(3))
 
 
@@ -111,7 +141,9 @@ def ones_then_zeros(n, total):
 
 def test_traced_shape_raises_plain_type_error():
     """A shape from a traced argument is a plain TypeError, not a jax.errors class."""
-    with pytest.raises(TypeError, match="Shapes must be 1D sequences of concrete values of integer type") as info:
+    with pytest.raises(
+        TypeError, match="Shapes must be 1D sequences of concrete values of integer type"
+    ) as info:
         jax.jit(ones_then_zeros)(2, 5)
     assert type(info.value) is TypeError
     fixed = jax.jit(ones_then_zeros, static_argnames=("n", "total"))(2, 5)
@@ -143,7 +175,10 @@ class Polynomial:
 
 def test_jit_on_method_of_plain_class_raises_type_error():
     """`self` of a class that is not a pytree cannot become an abstract array."""
-    with pytest.raises(TypeError, match=r"as an abstract array\. The problematic value is of type .*Polynomial.* at path self") as info:
+    with pytest.raises(
+        TypeError,
+        match=r"as an abstract array\. The problematic value is of type .*Polynomial.* at path self",
+    ) as info:
         Polynomial(jnp.array([1.0, 0.0, -1.0]))(2.0)
     assert type(info.value) is TypeError
 

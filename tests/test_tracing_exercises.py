@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import pytest
 
 from jaxcourse.exercises.tracing import (
-    check_polynomial_features,
     check_polynomial_class,
+    check_polynomial_features,
     check_prefix_sum,
     check_solver_options,
 )
@@ -37,9 +37,7 @@ def test_none_is_not_yet(checker):
     assert "no answer yet" in verdict.message
 
 
-@pytest.mark.parametrize(
-    "checker", [check_prefix_sum, check_polynomial_features]
-)
+@pytest.mark.parametrize("checker", [check_prefix_sum, check_polynomial_features])
 def test_missing_return_gets_hint(checker):
     """A function that computes but returns None gets a hint, not a crash in the checker."""
 
@@ -76,7 +74,9 @@ class TupleOptions(NamedTuple):
     n_iter: int
 
 
-@pytest.mark.parametrize("answer", [FrozenOptions, TupleOptions], ids=["frozen-dataclass", "namedtuple"])
+@pytest.mark.parametrize(
+    "answer", [FrozenOptions, TupleOptions], ids=["frozen-dataclass", "namedtuple"]
+)
 def test_solver_options_references_pass(answer):
     """Any class that is immutable, equal and hashed by its fields passes."""
     assert check_solver_options(answer)
@@ -208,14 +208,26 @@ def test_polynomial_features_static_argnums_also_passes():
     ("wrong", "hint"),
     [
         (jax.jit(_features), "static_argnames='degree'"),
-        (jax.jit(lambda x, degree: x[:, None] ** jnp.arange(degree + 1)), "static_argnames='degree'"),
+        (
+            jax.jit(lambda x, degree: x[:, None] ** jnp.arange(degree + 1)),
+            "static_argnames='degree'",
+        ),
         (jax.jit(_features, static_argnums=(0, 1)), "only `degree` may be static"),
         (_features, "should be the jitted function itself"),
         (
-            jax.jit(lambda x, degree: jnp.stack([x**k for k in range(degree, -1, -1)], axis=1), static_argnames="degree"),
+            jax.jit(
+                lambda x, degree: jnp.stack([x**k for k in range(degree, -1, -1)], axis=1),
+                static_argnames="degree",
+            ),
             "reverse order",
         ),
-        (jax.jit(lambda x, degree: jnp.stack([x**k for k in range(degree)], axis=1), static_argnames="degree"), "one column per power"),
+        (
+            jax.jit(
+                lambda x, degree: jnp.stack([x**k for k in range(degree)], axis=1),
+                static_argnames="degree",
+            ),
+            "one column per power",
+        ),
     ],
     ids=["not-static", "not-static-arange", "x-static", "not-jitted", "reversed", "missing-column"],
 )
@@ -364,7 +376,15 @@ class AuxPolynomial(PlainPolynomial):
         (ArrayDerivativePolynomial, "should return a new Polynomial"),
         (PowerlessPolynomial, "wrong derivative"),
     ],
-    ids=["plain-class", "static-self", "aux-data", "reversed", "mutating", "returns-array", "no-powers"],
+    ids=[
+        "plain-class",
+        "static-self",
+        "aux-data",
+        "reversed",
+        "mutating",
+        "returns-array",
+        "no-powers",
+    ],
 )
 def test_polynomial_class_wrong_answers_fail(wrong, hint):
     verdict = check_polynomial_class(wrong)

@@ -18,7 +18,9 @@ def _logistic_loss(w, x, y):
 def test_shared_argument_mapped_by_default_has_inconsistent_sizes():
     """Without in_axes=None for the weights, vmap tries to map them too and the sizes disagree."""
     w, features = jnp.ones(3), jnp.ones((200, 3))
-    with pytest.raises(ValueError, match="vmap got inconsistent sizes for array axes to be mapped") as info:
+    with pytest.raises(
+        ValueError, match="vmap got inconsistent sizes for array axes to be mapped"
+    ) as info:
         jax.vmap(_predict)(w, features)
     assert type(info.value) is ValueError
 
@@ -27,14 +29,19 @@ def test_grad_of_vmapped_loss_needs_a_scalar():
     """grad(vmap(loss)) differentiates a vector-valued function, which grad refuses."""
     w, features, labels = jnp.ones(3), jnp.ones((200, 3)), jnp.ones(200)
     batched_loss = jax.vmap(_logistic_loss, in_axes=(None, 0, 0))
-    with pytest.raises(TypeError, match=r"Gradient only defined for scalar-output functions. Output had shape: \(200,\)") as info:
+    with pytest.raises(
+        TypeError,
+        match=r"Gradient only defined for scalar-output functions. Output had shape: \(200,\)",
+    ) as info:
         jax.grad(batched_loss)(w, features, labels)
     assert type(info.value) is TypeError
 
 
 def test_arange_of_a_batched_length():
     """jnp.arange(n) has no single shape when n differs between the examples of the batch."""
-    with pytest.raises(jax.errors.ConcretizationTypeError, match="It arose in the jnp.arange argument 'stop'") as info:
+    with pytest.raises(
+        jax.errors.ConcretizationTypeError, match="It arose in the jnp.arange argument 'stop'"
+    ) as info:
         jax.vmap(lambda n: jnp.arange(n).sum())(jnp.array([1, 2, 3]))
     assert type(info.value) is jax.errors.ConcretizationTypeError
 
@@ -42,7 +49,10 @@ def test_arange_of_a_batched_length():
 def test_boolean_mask_under_vmap():
     """row[row > 0] keeps a value-dependent number of entries, which vmap cannot batch."""
     table = jnp.array([[1.0, -2.0, 3.0], [-1.0, 2.0, -3.0]])
-    with pytest.raises(jax.errors.NonConcreteBooleanIndexError, match=r"Array boolean indices must be concrete; got bool\[3\]") as info:
+    with pytest.raises(
+        jax.errors.NonConcreteBooleanIndexError,
+        match=r"Array boolean indices must be concrete; got bool\[3\]",
+    ) as info:
         jax.vmap(lambda row: row[row > 0].sum())(table)
     assert type(info.value) is jax.errors.NonConcreteBooleanIndexError
 
@@ -55,7 +65,10 @@ def test_python_if_on_a_batched_value():
             return x
         return 0.1 * x
 
-    with pytest.raises(jax.errors.TracerBoolConversionError, match=r"Attempted boolean conversion of traced array with shape bool\[\]") as info:
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError,
+        match=r"Attempted boolean conversion of traced array with shape bool\[\]",
+    ) as info:
         jax.vmap(leaky)(jnp.array([-2.0, 3.0]))
     assert type(info.value) is jax.errors.TracerBoolConversionError
 

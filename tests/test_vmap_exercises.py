@@ -17,7 +17,8 @@ def _stub(*args):
 
 
 @pytest.mark.parametrize(
-    "checker", [check_predict_all, check_positive_mean, check_pairwise_sq_dists, check_clipped_mean_grad]
+    "checker",
+    [check_predict_all, check_positive_mean, check_pairwise_sq_dists, check_clipped_mean_grad],
 )
 def test_a_stub_is_not_yet(checker):
     """A stub that raises NotImplementedError, or a missing answer, is 'not yet', never an error."""
@@ -65,7 +66,11 @@ def test_predict_all_returning_a_tuple_gets_a_structure_hint():
         return weights, jax.vmap(_affine, in_axes=(None, None, 0))(weights, bias, xs)
 
     verdict = check_predict_all(predict_all)
-    assert not verdict and "should be one array of shape (4, 4)" in verdict.message and "tuple" in verdict.message
+    assert (
+        not verdict
+        and "should be one array of shape (4, 4)" in verdict.message
+        and "tuple" in verdict.message
+    )
 
 
 def test_predict_all_transposed_result_gets_the_out_axes_hint():
@@ -159,13 +164,17 @@ def test_pairwise_single_vmap_fails():
 
 def test_pairwise_broadcasting_by_hand_fails():
     """Correct numbers from hand broadcasting: the exercise asks for two nested vmaps."""
-    verdict = check_pairwise_sq_dists(lambda xs, ys: ((xs[:, None, :] - ys[None, :, :]) ** 2).sum(-1))
+    verdict = check_pairwise_sq_dists(
+        lambda xs, ys: ((xs[:, None, :] - ys[None, :, :]) ** 2).sum(-1)
+    )
     assert not verdict and "not two nested vmaps" in verdict.message
 
 
 def test_pairwise_one_vmap_and_broadcasting_fails():
     """One vmap over xs with hand broadcasting inside is still not the nested vmaps asked for."""
-    verdict = check_pairwise_sq_dists(lambda xs, ys: jax.vmap(lambda x: ((x - ys) ** 2).sum(-1))(xs))
+    verdict = check_pairwise_sq_dists(
+        lambda xs, ys: jax.vmap(lambda x: ((x - ys) ** 2).sum(-1))(xs)
+    )
     assert not verdict and "not two nested vmaps" in verdict.message
 
 
@@ -210,13 +219,17 @@ def test_clipping_the_mean_fails():
 
 def test_no_clipping_fails():
     """The plain mean of the per-example gradients is rejected."""
-    verdict = check_clipped_mean_grad(lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys).mean(axis=0))
+    verdict = check_clipped_mean_grad(
+        lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys).mean(axis=0)
+    )
     assert not verdict and "no example was clipped" in verdict.message
 
 
 def test_per_example_gradients_without_mean_fail():
     """Returning the (n, d) matrix of gradients is rejected with a shape hint."""
-    verdict = check_clipped_mean_grad(lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys))
+    verdict = check_clipped_mean_grad(
+        lambda loss, w, xs, ys, max_norm: _per_example(loss, w, xs, ys)
+    )
     assert not verdict and "one gradient per example" in verdict.message
 
 
@@ -241,7 +254,9 @@ def _clip_each_coordinate(loss, w, xs, ys, max_norm):
 def _rescale_every_gradient(loss, w, xs, ys, max_norm):
     """Every gradient scaled to norm max_norm (no min with 1): also the small ones change."""
     grads = _per_example(loss, w, xs, ys)
-    return jnp.mean(grads * max_norm / jnp.maximum(jnp.linalg.norm(grads, axis=1, keepdims=True), 1e-12), axis=0)
+    return jnp.mean(
+        grads * max_norm / jnp.maximum(jnp.linalg.norm(grads, axis=1, keepdims=True), 1e-12), axis=0
+    )
 
 
 def _normalise_then_scale(loss, w, xs, ys, max_norm):

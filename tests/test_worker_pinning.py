@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-_spec = importlib.util.spec_from_file_location("root_conftest", Path(__file__).parents[1] / "conftest.py")
+_spec = importlib.util.spec_from_file_location(
+    "root_conftest", Path(__file__).parents[1] / "conftest.py"
+)
 conftest = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(conftest)
 
@@ -15,7 +17,9 @@ _spec.loader.exec_module(conftest)
 def recorded_affinity(monkeypatch):
     calls = []
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    monkeypatch.setattr(os, "sched_setaffinity", lambda pid, cores: calls.append(list(cores)), raising=False)
+    monkeypatch.setattr(
+        os, "sched_setaffinity", lambda pid, cores: calls.append(list(cores)), raising=False
+    )
     return calls
 
 
@@ -28,7 +32,9 @@ def test_each_of_two_workers_gets_alternate_cores(monkeypatch, recorded_affinity
 
 
 @pytest.mark.parametrize(("worker", "count"), [("", "0"), ("gw0", "1"), ("gw0", "8")])
-def test_no_pinning_without_workers_or_with_more_workers_than_cores(monkeypatch, recorded_affinity, worker, count):
+def test_no_pinning_without_workers_or_with_more_workers_than_cores(
+    monkeypatch, recorded_affinity, worker, count
+):
     monkeypatch.setenv("PYTEST_XDIST_WORKER", worker)
     monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", count)
     conftest.pin_worker_to_its_own_cores()

@@ -100,7 +100,11 @@ def run_script(script: str, tmp_path: Path, env: dict, cwd: Path) -> subprocess.
     path.write_text(script)
     return subprocess.run(
         ["bash", "--noprofile", "--norc", "-eo", "pipefail", str(path)],
-        cwd=cwd, env={**os.environ, **env}, capture_output=True, text=True, timeout=120,
+        cwd=cwd,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -113,7 +117,9 @@ def fake_tool(directory: Path, name: str, body: str) -> None:
 
 def pin(name: str) -> str:
     """The version requirements.txt pins for `name`."""
-    (version,) = re.findall(rf"^{re.escape(name)}==(\S+)", (ROOT / "requirements.txt").read_text(), re.M)
+    (version,) = re.findall(
+        rf"^{re.escape(name)}==(\S+)", (ROOT / "requirements.txt").read_text(), re.M
+    )
     return version
 
 
@@ -186,7 +192,10 @@ def test_the_venv_is_built_with_the_setup_python_interpreter(name):
         for step in job["steps"]:
             if re.search(r"scripts/(setup|test)\.sh|\.ci/run", step.get("run", "")):
                 python_id = only_step(job, "actions/setup-python")["id"]
-                assert step["env"]["JAXCOURSE_PYTHON"] == f"${{{{ steps.{python_id}.outputs.python-path }}}}"
+                assert (
+                    step["env"]["JAXCOURSE_PYTHON"]
+                    == f"${{{{ steps.{python_id}.outputs.python-path }}}}"
+                )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -316,7 +325,9 @@ def test_gpu_render_installs_cuda_jax_at_the_version_read_from_requirements(tmp_
     fake_tool(work / ".venv" / "bin", "python", f'echo "$@" >> {tmp_path / "calls"}\n')
     result = run_script(step["run"], tmp_path, {"GITHUB_PATH": str(tmp_path / "path")}, work)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "calls").read_text().splitlines() == [f"-m pip install jax[cuda12]=={pin('jax')}"]
+    assert (tmp_path / "calls").read_text().splitlines() == [
+        f"-m pip install jax[cuda12]=={pin('jax')}"
+    ]
     assert (tmp_path / "path").read_text().strip() == str(work / ".venv" / "bin")
 
 
@@ -334,7 +345,9 @@ def test_gpu_check_fails_unless_the_backend_is_the_gpu(backend, code, tmp_path):
         f"def default_backend(): return '{backend}'\n"
     )
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "python", f'exec {sys.executable} "$@"\n')  # this venv's python, first on PATH
+    fake_tool(
+        bin_dir, "python", f'exec {sys.executable} "$@"\n'
+    )  # this venv's python, first on PATH
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "PYTHONPATH": str(fake)}
     result = run_script(gpu_check(), tmp_path, env, ROOT)
     assert result.returncode == code
@@ -345,7 +358,9 @@ def test_gpu_check_fails_unless_the_backend_is_the_gpu(backend, code, tmp_path):
 
 def test_gpu_check_fails_with_the_real_cpu_jax(tmp_path):
     bin_dir = tmp_path / "bin"
-    fake_tool(bin_dir, "python", f'exec {sys.executable} "$@"\n')  # this venv's python, first on PATH
+    fake_tool(
+        bin_dir, "python", f'exec {sys.executable} "$@"\n'
+    )  # this venv's python, first on PATH
     env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "JAX_PLATFORMS": "cpu"}
     result = run_script(gpu_check(), tmp_path, env, ROOT)
     assert result.returncode != 0 and "CpuDevice" in result.stdout
@@ -387,7 +402,11 @@ def test_latest_jax_upgrades_checks_it_got_the_newest_then_tests():
     tests = index(job, runs(r"pytest"))
     assert setup < upgrade < newest < tests
     assert shlex.split(job["steps"][newest]["run"]) == [
-        ".venv/bin/python", "scripts/check_newest_jax.py", "jax", "jaxlib"]
+        ".venv/bin/python",
+        "scripts/check_newest_jax.py",
+        "jax",
+        "jaxlib",
+    ]
     command = shlex.split(job["steps"][tests]["run"])
     assert command[:5] == [".venv/bin/python", "-m", "pytest", "-n", "2"] and command[-1] == "tests"
     # The tests still run when only the version check failed.
@@ -412,14 +431,18 @@ def test_latest_jax_reports_failures_with_permission_to_write_issues():
 def test_latest_jax_report_comments_on_the_open_issue_or_opens_one(open_issue, tmp_path):
     calls = tmp_path / "gh-calls"
     fake_tool(
-        tmp_path / "bin", "gh",
+        tmp_path / "bin",
+        "gh",
         f'printf "%s\\n" "$*" >> {calls}\n'
         'if [ "$1 $2" = "issue list" ]; then [ -n "$OPEN_ISSUE" ] && echo "$OPEN_ISSUE"; fi\n'
         "exit 0\n",
     )
     env = {
-        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "OPEN_ISSUE": open_issue,
-        "GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "owner/course", "GITHUB_RUN_ID": "123",
+        "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
+        "OPEN_ISSUE": open_issue,
+        "GITHUB_SERVER_URL": "https://github.com",
+        "GITHUB_REPOSITORY": "owner/course",
+        "GITHUB_RUN_ID": "123",
     }
     result = run_script(report_step()["run"], tmp_path, env, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -427,7 +450,11 @@ def test_latest_jax_report_comments_on_the_open_issue_or_opens_one(open_issue, t
     assert lines[0].startswith("issue list --label latest-jax --state open")
     run_url = "https://github.com/owner/course/actions/runs/123"
     if open_issue:
-        assert len(lines) == 2 and lines[1].startswith("issue comment 42 --body ") and run_url in lines[1]
+        assert (
+            len(lines) == 2
+            and lines[1].startswith("issue comment 42 --body ")
+            and run_url in lines[1]
+        )
     else:
         assert lines[1].startswith("label create latest-jax")
         assert len(lines) == 3 and lines[2].startswith("issue create ")
@@ -439,7 +466,9 @@ def test_latest_jax_report_comments_on_the_open_issue_or_opens_one(open_issue, t
 
 @pytest.fixture(scope="module")
 def newest_check():
-    spec = importlib.util.spec_from_file_location("check_newest_jax", ROOT / "scripts" / "check_newest_jax.py")
+    spec = importlib.util.spec_from_file_location(
+        "check_newest_jax", ROOT / "scripts" / "check_newest_jax.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -459,7 +488,9 @@ def versions(table: dict):
         ("0.12.0.1", "0.12.0", 0),
     ],
 )
-def test_newest_check_exits_non_zero_when_the_installed_jax_is_older(newest_check, installed, newest, code, capsys):
+def test_newest_check_exits_non_zero_when_the_installed_jax_is_older(
+    newest_check, installed, newest, code, capsys
+):
     have = {"jax": installed, "jaxlib": "0.12.0.1"}
     latest = {"jax": newest, "jaxlib": "0.12.0.1"}
     assert newest_check.main([], versions(have), versions(latest)) == code

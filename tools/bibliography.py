@@ -71,7 +71,7 @@ def _braced(text: str, start: int) -> tuple[str, int]:
         depth += {"{": 1, "}": -1}.get(text[index], 0)
         if depth == 0:
             return text[start + 1 : index], index + 1
-    raise ValueError(f"unbalanced braces in the bibliography near {text[start:start + 40]!r}")
+    raise ValueError(f"unbalanced braces in the bibliography near {text[start : start + 40]!r}")
 
 
 def _field_value(text: str, start: int) -> tuple[str, int]:
@@ -82,7 +82,7 @@ def _field_value(text: str, start: int) -> tuple[str, int]:
         return text[start + 1 : end], end + 1
     match = re.compile(r"[\w.-]+").match(text, start)
     if match is None:
-        raise ValueError(f"bad field value in the bibliography near {text[start:start + 40]!r}")
+        raise ValueError(f"bad field value in the bibliography near {text[start : start + 40]!r}")
     return match.group(0), match.end()
 
 
@@ -103,7 +103,7 @@ def _entry_fields(text: str, start: int) -> tuple[dict[str, str], int]:
             return fields, index + 1
         name = FIELD_NAME.match(text, index)
         if name is None:
-            raise ValueError(f"bad field in the bibliography near {text[index:index + 40]!r}")
+            raise ValueError(f"bad field in the bibliography near {text[index : index + 40]!r}")
         value, index = _field_value(text, name.end())
         fields[name.group(1).lower()] = value
 
@@ -116,7 +116,9 @@ def parse_bibtex(text: str) -> dict[str, Reference]:
         fields, position = _entry_fields(text, match.end())
         venue = fields.get("journal") or fields.get("howpublished") or fields.get("booktitle", "")
         if fields.get("volume"):
-            venue += f" {fields['volume']}" + (f" ({fields['number']})" if fields.get("number") else "")
+            venue += f" {fields['volume']}" + (
+                f" ({fields['number']})" if fields.get("number") else ""
+            )
         if fields.get("pages"):
             venue += f": {fields['pages']}"
         doi = fields.get("doi", "")

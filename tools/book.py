@@ -31,7 +31,9 @@ def repository(root: Path = ROOT) -> str:
     url = str((load_config(root).get("book") or {}).get("repo-url", ""))
     match = GITHUB_URL.match(url)
     if match is None:
-        raise ValueError(f"_quarto.yml: book.repo-url must be https://github.com/OWNER/NAME, got {url!r}")
+        raise ValueError(
+            f"_quarto.yml: book.repo-url must be https://github.com/OWNER/NAME, got {url!r}"
+        )
     return f"{match.group(1)}/{match.group(2)}"
 
 

@@ -36,7 +36,7 @@ def course_requirement(repository: str = REPOSITORY, ref: str = REF) -> str:
 COURSE_REQUIREMENT = course_requirement()
 """The course package as the setup cell of this repository's notebooks installs it."""
 
-SETUP_CELL = '''\
+SETUP_CELL = """\
 # Setup: on Colab, install the course and a matching JAX; anywhere else this cell does nothing.
 import sys
 
@@ -103,7 +103,7 @@ if "google.colab" in sys.modules:
               " replaced. Choose Runtime > Restart session, then run the notebook again from the top.")
     else:
         print("No restart needed: nothing this cell upgraded had been imported.")
-'''
+"""
 
 
 def setup_source(repository: str = REPOSITORY, ref: str = REF) -> str:
@@ -116,4 +116,6 @@ def setup_source(repository: str = REPOSITORY, ref: str = REF) -> str:
     restart. It never imports jax: the sharding chapter configures JAX after it. Elsewhere it
     does nothing.
     """
-    return SETUP_CELL.format(jax_version=JAX_VERSION, course=course_requirement(repository, ref)).rstrip("\n")
+    return SETUP_CELL.format(
+        jax_version=JAX_VERSION, course=course_requirement(repository, ref)
+    ).rstrip("\n")

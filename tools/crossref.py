@@ -22,12 +22,12 @@ from tools.qmd import (
     HEADING,
     ID_ATTRIBUTE,
     cell_options,
+    flatten_chapters,
     heading_id,
     is_python_cell,
     is_unnumbered,
     load_config,
     option_value,
-    flatten_chapters,
     page_title,
     split_front_matter,
     title_and_attributes,
@@ -67,7 +67,11 @@ class _Counter:
     def float_target(self, label: str) -> None:
         kind = label.split("-", 1)[0]
         self.floats[kind] += 1
-        number = f"{self.page.prefix}.{self.floats[kind]}" if self.page.prefix else str(self.floats[kind])
+        number = (
+            f"{self.page.prefix}.{self.floats[kind]}"
+            if self.page.prefix
+            else str(self.floats[kind])
+        )
         self.page.targets[label] = Target(label, f"{KIND_NAMES[kind]} {number}", self.page.path)
 
     def heading(self, level: int, text: str, attributes: str | None) -> None:
@@ -92,7 +96,12 @@ def _fenced_block(lines: list[str], start: int) -> tuple[list[str], int]:
     end = start + 1
     while end < len(lines):
         close = CODE_FENCE.match(lines[end])
-        if close and close.group(2).startswith(fence[0]) and len(close.group(2)) >= len(fence) and not close.group(3).strip():
+        if (
+            close
+            and close.group(2).startswith(fence[0])
+            and len(close.group(2)) >= len(fence)
+            and not close.group(3).strip()
+        ):
             break
         end += 1
     return lines[start + 1 : end], end + 1
@@ -110,7 +119,11 @@ def number_page(path: str, text: str, prefix: str | None) -> Page:
         fence = CODE_FENCE.match(line)
         if fence:
             cell, index = _fenced_block(lines, index)
-            label = option_value(cell_options(cell), "label") if is_python_cell(fence.group(3).strip()) else ""
+            label = (
+                option_value(cell_options(cell), "label")
+                if is_python_cell(fence.group(3).strip())
+                else ""
+            )
             if label.split("-", 1)[0] in ("fig", "tbl"):
                 counter.float_target(label)
             after_callout = False
@@ -145,7 +158,10 @@ def number_book(root: Path) -> list[Page]:
     """Every page that `_quarto.yml` lists, numbered as Quarto numbers them, in book order."""
     book = load_config(root).get("book") or {}
     pages = []
-    for key, labels in (("chapters", [str(n) for n in range(1, 1000)]), ("appendices", list(string.ascii_uppercase))):
+    for key, labels in (
+        ("chapters", [str(n) for n in range(1, 1000)]),
+        ("appendices", list(string.ascii_uppercase)),
+    ):
         numbers = iter(labels)
         for path in flatten_chapters(book.get(key)):
             if not (root / path).is_file():  # Quarto stops here too

@@ -53,7 +53,7 @@ def make_work_copies(root: Path) -> tuple[list[Path], list[Path]]:
 def setup_problems(root: Path) -> list[str]:
     """What is wrong with this machine's set-up for the course, in words ([] when nothing is)."""
     problems = []
-    if sys.version_info[:2] < (3, 12):
+    if sys.version_info[:2] < (3, 12):  # noqa: UP036
         problems.append(f"Python {sys.version.split()[0]}: the course needs 3.12 or 3.13")
     pinned = pinned_jax_version(root)
     for name in ("jax", "jaxlib"):
@@ -69,7 +69,9 @@ def setup_problems(root: Path) -> list[str]:
         problems.append(f"the course package does not import ({error}): run bash scripts/setup.sh")
     else:
         if (root / "src").resolve() not in Path(jaxcourse.__file__).resolve().parents:
-            problems.append(f"jaxcourse is imported from {jaxcourse.__file__}, not from this repository's src/")
+            problems.append(
+                f"jaxcourse is imported from {jaxcourse.__file__}, not from this repository's src/"
+            )
     return problems
 
 
@@ -82,7 +84,9 @@ def kernel_problems(pinned: str) -> list[str]:
         return [f"the python3 Jupyter kernel cannot run JAX: {type(error).__name__}: {error}"]
     output = "".join(o.get("text", "") for o in notebook.cells[0].outputs)
     if output.split() != [pinned, "41"]:
-        return [f"the python3 Jupyter kernel printed {output.strip()!r}, expected jax {pinned} and 41"]
+        return [
+            f"the python3 Jupyter kernel printed {output.strip()!r}, expected jax {pinned} and 41"
+        ]
     return []
 
 
@@ -91,11 +95,16 @@ def changed_notebooks(root: Path) -> list[str] | None:
     try:
         status = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=all", "--", "notebooks"],
-            cwd=root, capture_output=True, text=True, check=True,
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
         )
     except (OSError, subprocess.CalledProcessError):
         return None
-    return sorted(line[3:].strip('"') for line in status.stdout.splitlines() if line.endswith(".ipynb"))
+    return sorted(
+        line[3:].strip('"') for line in status.stdout.splitlines() if line.endswith(".ipynb")
+    )
 
 
 def check(root: Path) -> int:
@@ -105,7 +114,9 @@ def check(root: Path) -> int:
         problems = kernel_problems(pinned_jax_version(root))
     work = sorted((root / WORK_DIR).glob("*.ipynb"))
     changed = changed_notebooks(root)
-    print(f"Your work: {len(work)} notebooks in {WORK_DIR}/ (git-ignored; the course never overwrites them).")
+    print(
+        f"Your work: {len(work)} notebooks in {WORK_DIR}/ (git-ignored; the course never overwrites them)."
+    )
     if changed:
         print(
             "Saved changes in notebooks/ (kept as they are; `git pull` may conflict with them, "
@@ -115,8 +126,10 @@ def check(root: Path) -> int:
     if problems:
         print("SET-UP PROBLEM:", *problems, sep="\n  ")
         return 1
-    print(f"Set-up OK: Python {sys.version.split()[0]}, jax {pinned_jax_version(root)}, "
-          "the course package, and a Jupyter kernel that runs JAX.")
+    print(
+        f"Set-up OK: Python {sys.version.split()[0]}, jax {pinned_jax_version(root)}, "
+        "the course package, and a Jupyter kernel that runs JAX."
+    )
     return 0
 
 
@@ -129,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         return check(args.root)
     copied, kept = make_work_copies(args.root)
     if copied:
-        print(f"Copied {len(copied)} exercise notebooks into {WORK_DIR}/: work there (it is yours, never overwritten).")
+        print(
+            f"Copied {len(copied)} exercise notebooks into {WORK_DIR}/: work there (it is yours, never overwritten)."
+        )
     if kept:
         print(f"Kept your {len(kept)} notebooks in {WORK_DIR}/ as they are.")
     return 0

@@ -59,7 +59,7 @@ def code_cells(source: str, converter: ChapterConverter) -> list:
     """One code chunk as notebook cells: the code without its `#|` options, and its caption."""
     lines = source.split("\n")
     options = cell_options(lines)
-    code = "\n".join(lines[len(options):]).strip("\n")
+    code = "\n".join(lines[len(options) :]).strip("\n")
     if _is_false(options, "eval"):  # shown, never run
         return [nbformat.v4.new_markdown_cell(f"```python\n{code}\n```")]
     cell = nbformat.v4.new_code_cell(code)
@@ -91,7 +91,11 @@ def _title(front_matter: str, page_prefix: str | None) -> str:
     title, _ = title_and_attributes(str((front or {}).get("title", "Untitled")))
     if page_prefix is None:
         return title
-    return f"{page_prefix} {title}" if page_prefix.isdigit() else f"Appendix {page_prefix} \u2014 {title}"
+    return (
+        f"{page_prefix} {title}"
+        if page_prefix.isdigit()
+        else f"Appendix {page_prefix} \u2014 {title}"
+    )
 
 
 def chapter_to_notebook(
@@ -120,7 +124,9 @@ def chapter_to_notebook(
     if student:
         title += " (exercises)"
     new_cells = [
-        nbformat.v4.new_markdown_cell(f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}"),
+        nbformat.v4.new_markdown_cell(
+            f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}"
+        ),
         nbformat.v4.new_code_cell(colab.setup_source(book.repository)),
     ]
     for cell in cells:
@@ -179,7 +185,9 @@ def _existing(root: Path) -> list[Path]:
 def stale_notebooks(root: Path) -> list[str]:
     """Notebooks (relative to `notebooks/`) that are missing, out of date, or have no chapter."""
     expected = _expected(root)
-    stale = [path for path, text in expected.items() if not path.exists() or path.read_text() != text]
+    stale = [
+        path for path, text in expected.items() if not path.exists() or path.read_text() != text
+    ]
     orphans = [path for path in _existing(root) if path not in expected]
     return sorted(str(path.relative_to(root / "notebooks")) for path in stale + orphans)
 
@@ -219,9 +227,15 @@ def write_all(root: Path) -> tuple[list[Path], list[Path]]:
     """
     expected = _expected(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    replaced = [path for path, text in expected.items() if path.exists() and path.read_text() != text]
+    replaced = [
+        path for path, text in expected.items() if path.exists() and path.read_text() != text
+    ]
     orphans = [path for path in _existing(root) if path not in expected]
-    kept = [keep_learner_work(root, path, stamp) for path in replaced + orphans if holds_learner_work(path)]
+    kept = [
+        keep_learner_work(root, path, stamp)
+        for path in replaced + orphans
+        if holds_learner_work(path)
+    ]
     for path, text in expected.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -246,11 +260,16 @@ def _run(args: argparse.Namespace) -> int:
     if args.check:
         stale = stale_notebooks(args.root)
         if stale:
-            print("Out of date (run python -m tools.notebooks, which first copies any notebook "
-                  f"holding saved work to {SAVED_WORK_DIR}/):", ", ".join(stale))
+            print(
+                "Out of date (run python -m tools.notebooks, which first copies any notebook "
+                f"holding saved work to {SAVED_WORK_DIR}/):",
+                ", ".join(stale),
+            )
             return 1
         count = len(chapter_paths(args.root))
-        print(f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync.")
+        print(
+            f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync."
+        )
         return 0
     written, kept = write_all(args.root)
     for path in written:

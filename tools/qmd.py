@@ -78,7 +78,7 @@ def split_front_matter(text: str) -> tuple[dict | None, str]:
         front = yaml.safe_load(match.group(1))
     except yaml.YAMLError:
         front = None
-    return (front if isinstance(front, dict) else None), text[match.end():]
+    return (front if isinstance(front, dict) else None), text[match.end() :]
 
 
 def split_blocks(text: str) -> tuple[str, list[tuple[str, list[str], int]]]:
@@ -98,7 +98,12 @@ def split_blocks(text: str) -> tuple[str, list[tuple[str, list[str], int]]]:
         i += 1
         while i < len(lines):
             close = CODE_FENCE.match(lines[i])
-            if close and close.group(2)[0] == fence[0] and len(close.group(2)) >= len(fence) and not close.group(3).strip():
+            if (
+                close
+                and close.group(2)[0] == fence[0]
+                and len(close.group(2)) >= len(fence)
+                and not close.group(3).strip()
+            ):
                 break
             body.append(lines[i])
             i += 1

@@ -26,8 +26,8 @@ from tools.qmd import (
     cell_options,
     is_python_cell,
     listed_pages,
-    page_title,
     load_config,
+    page_title,
     qmd_files,
     split_blocks,
     split_front_matter,
@@ -35,13 +35,43 @@ from tools.qmd import (
 
 KNOWN_CELL_OPTIONS = frozenset(
     {
-        "label", "fig-cap", "fig-alt", "fig-subcap", "fig-align", "fig-env", "fig-pos",
-        "fig-width", "fig-height", "fig-dpi", "fig-format", "fig-column",
-        "tbl-cap", "tbl-subcap", "tbl-colwidths", "tbl-column",
-        "echo", "eval", "include", "output", "error", "warning", "message",
-        "code-fold", "code-summary", "code-overflow", "code-line-numbers",
-        "layout", "layout-ncol", "layout-nrow", "column", "classes", "cap-location",
-        "lst-label", "lst-cap", "filters", "html-table-processing",
+        "label",
+        "fig-cap",
+        "fig-alt",
+        "fig-subcap",
+        "fig-align",
+        "fig-env",
+        "fig-pos",
+        "fig-width",
+        "fig-height",
+        "fig-dpi",
+        "fig-format",
+        "fig-column",
+        "tbl-cap",
+        "tbl-subcap",
+        "tbl-colwidths",
+        "tbl-column",
+        "echo",
+        "eval",
+        "include",
+        "output",
+        "error",
+        "warning",
+        "message",
+        "code-fold",
+        "code-summary",
+        "code-overflow",
+        "code-line-numbers",
+        "layout",
+        "layout-ncol",
+        "layout-nrow",
+        "column",
+        "classes",
+        "cap-location",
+        "lst-label",
+        "lst-cap",
+        "filters",
+        "html-table-processing",
     }
 )
 """Cell options Quarto documents for ```{python} cells (computations: Jupyter)."""
@@ -84,7 +114,11 @@ def check_config(root: Path) -> list[str]:
 def check_chapter_list(root: Path) -> list[str]:
     """Every listed page exists, and every `chapters/*.qmd` (not `_*`) is listed."""
     listed = listed_pages(root)
-    problems = [f"_quarto.yml: lists {page}, which does not exist" for page in listed if not (root / page).is_file()]
+    problems = [
+        f"_quarto.yml: lists {page}, which does not exist"
+        for page in listed
+        if not (root / page).is_file()
+    ]
     normalised = {Path(page).as_posix().removeprefix("./") for page in listed}
     for path in sorted((root / "chapters").glob("*.qmd")):
         rel = _relative(root, path)
@@ -170,9 +204,15 @@ def check_links(root: Path) -> list[str]:
             for target in QMD_LINK.findall(line):
                 if "://" in target:
                     continue
-                resolved = (root / target.lstrip("/")) if target.startswith("/") else (path.parent / target)
+                resolved = (
+                    (root / target.lstrip("/"))
+                    if target.startswith("/")
+                    else (path.parent / target)
+                )
                 if not resolved.is_file():
-                    problems.append(f"{_relative(root, path)}:{number}: link to {target} does not resolve")
+                    problems.append(
+                        f"{_relative(root, path)}:{number}: link to {target} does not resolve"
+                    )
     return problems
 
 
@@ -182,7 +222,9 @@ def check_titles(root: Path) -> list[str]:
     problems = []
     for path in qmd_files(root):
         if not page_title(path.read_text()):
-            problems.append(f"{_relative(root, path)}: no title (front matter, or a first heading '# ...')")
+            problems.append(
+                f"{_relative(root, path)}: no title (front matter, or a first heading '# ...')"
+            )
     return problems
 
 
@@ -212,7 +254,9 @@ def check_citations(root: Path) -> list[str]:
             if key.split("-", 1)[0] in NON_CITATION_PREFIXES and "-" in key:
                 continue
             if key not in keys:
-                problems.append(f"{_relative(root, path)}:{line}: citation @{key} is not in the bibliography")
+                problems.append(
+                    f"{_relative(root, path)}:{line}: citation @{key} is not in the bibliography"
+                )
     return problems
 
 

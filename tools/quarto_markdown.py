@@ -28,7 +28,10 @@ STUDENT_NOTE = (
     "and, folded, on the course website.*"
 )
 KEY = r"[A-Za-z0-9_][\w-]*(?:[:.#$%&+?<>~/][\w-]+)*"
-PROTECTED = re.compile(rf"{INLINE_CODE.pattern}|{MATH.pattern}|<https?://[^>\s]*>|\]\([^)\s]*(?:\s+\"[^\"]*\")?\)", re.DOTALL)
+PROTECTED = re.compile(
+    rf"{INLINE_CODE.pattern}|{MATH.pattern}|<https?://[^>\s]*>|\]\([^)\s]*(?:\s+\"[^\"]*\")?\)",
+    re.DOTALL,
+)
 BRACKET = re.compile(r"\[([^\[\]]*@[^\[\]]*)\](?![(\[{])")
 BRACKET_ITEM = re.compile(rf"^\s*(.*?)(-?)@({KEY})(.*?)\s*$", re.DOTALL)
 LINK_TARGET = re.compile(r"^\]\(\s*<?([^)\s>#]*)(#[^)\s>]*)?>?(\s+\"[^\"]*\")?\s*\)$")
@@ -103,7 +106,9 @@ class ChapterConverter:
     def _bare(self, match: re.Match) -> str:
         key = match.group(1)
         kind = self._kind(key)
-        if kind == "crossref":  # @Fig-x and @fig-x both print "Figure": the word starts a sentence or not
+        if (
+            kind == "crossref"
+        ):  # @Fig-x and @fig-x both print "Figure": the word starts a sentence or not
             return self._target_link(key[0].lower() + key[1:])
         if kind == "citation":
             return self._citation(key, narrative=True)
@@ -114,12 +119,16 @@ class ChapterConverter:
         if match is None or not match.group(1).endswith(".qmd") or "://" in match.group(1):
             return target
         page = posixpath.normpath(posixpath.join(posixpath.dirname(self.page.path), match.group(1)))
-        return f"]({page_url(page, site=self.book.site)}{match.group(2) or ''}{match.group(3) or ''})"
+        return (
+            f"]({page_url(page, site=self.book.site)}{match.group(2) or ''}{match.group(3) or ''})"
+        )
 
     def _image(self, match: re.Match) -> str:
         alt, path, attributes = match.groups()
         if "://" not in path and not path.startswith(("#", "data:")):
-            path = self.book.site + posixpath.normpath(posixpath.join(posixpath.dirname(self.page.path), path))
+            path = self.book.site + posixpath.normpath(
+                posixpath.join(posixpath.dirname(self.page.path), path)
+            )
         label = re.search(r"#(fig-[\w-]+)", attributes or "")
         caption = f"\n\n*{self._target_link(label.group(1))}: {alt}*" if label else ""
         return f"![{alt}]({path}){caption}"
@@ -138,7 +147,11 @@ class ChapterConverter:
         pieces, position = [], 0
         for match in PROTECTED.finditer(text):
             pieces.append(self._plain(text[position : match.start()]))
-            pieces.append(self._link_target(match.group(0)) if match.group(0).startswith("](") else match.group(0))
+            pieces.append(
+                self._link_target(match.group(0))
+                if match.group(0).startswith("](")
+                else match.group(0)
+            )
             position = match.end()
         pieces.append(self._plain(text[position:]))
         return "".join(pieces)
@@ -233,7 +246,13 @@ class ChapterConverter:
             if code:
                 fence = code.group(2)
                 if not self._dropping():
-                    emit([code.group(1) + code.group(2) + code.group(3).strip().strip("{}").lstrip(".")])
+                    emit(
+                        [
+                            code.group(1)
+                            + code.group(2)
+                            + code.group(3).strip().strip("{}").lstrip(".")
+                        ]
+                    )
             elif div and div.group(2):
                 self._open_div(div.group(2))
             elif div:
@@ -271,7 +290,9 @@ def _tidy(lines: list[str]) -> str:
 # --- leftover Quarto syntax -------------------------------------------------------------
 
 LEFTOVER_PATTERNS = {
-    "cross-reference": re.compile(r"(?<![\w/.])-?@(?:sec|fig|tbl|eq|lst|thm|lem|def|exm|exr)-[\w-]"),
+    "cross-reference": re.compile(
+        r"(?<![\w/.])-?@(?:sec|fig|tbl|eq|lst|thm|lem|def|exm|exr)-[\w-]"
+    ),
     "citation brackets": re.compile(r"\[-?@\w"),
     ".qmd link": re.compile(r"\]\([^)\s]*\.qmd\b"),
     "::: fence": re.compile(r"^\s*(?:>\s*)*:::", re.MULTILINE),
@@ -307,7 +328,9 @@ def _without_code(markdown: str) -> str:
 
 def leftover_syntax(notebook, citation_keys: set[str]) -> list[str]:
     """'cell N: what' for every piece of Quarto syntax left in a notebook's cells."""
-    bare_keys = re.compile(rf"(?:^|(?<=[\s\[;(\-]))@({'|'.join(map(re.escape, sorted(citation_keys))) or '(?!)'})\b")
+    bare_keys = re.compile(
+        rf"(?:^|(?<=[\s\[;(\-]))@({'|'.join(map(re.escape, sorted(citation_keys))) or '(?!)'})\b"
+    )
     found = []
     for number, cell in enumerate(notebook.cells):
         if cell.cell_type == "code":

@@ -120,7 +120,7 @@ def _without_options(source: str) -> str:
     lines = source.strip("\n").split("\n")
     if lines and lines[0].startswith(TITLE_LINE):
         lines = lines[1:]
-    return "\n".join(lines[len(cell_options(lines)):]).strip("\n")
+    return "\n".join(lines[len(cell_options(lines)) :]).strip("\n")
 
 
 def section_ids(text: str) -> dict[str, str]:
@@ -168,7 +168,9 @@ def _anchored_captions(source: str, labels: set[str]) -> str:
     """Caption lines ('*[Table 3.1](...#tbl-x): ...*') preceded by their float's id."""
     lines = []
     for line in source.split("\n"):
-        label = next((label for label in labels if line.startswith("*[") and f"#{label})" in line), None)
+        label = next(
+            (label for label in labels if line.startswith("*[") and f"#{label})" in line), None
+        )
         lines.append(f'<div id="{label}"></div>\n\n{line}' if label else line)
     return "\n".join(lines)
 
@@ -180,14 +182,22 @@ def add_anchors(notebook: nbformat.NotebookNode, text: str, page: Page, book: Bo
     Markdown table) gets it above its caption.
     """
     sections, floats = section_ids(text), float_ids(text)
-    captions = {label for label in page.targets if label.split("-", 1)[0] in ("fig", "tbl")} - set(floats.values())
+    captions = {label for label in page.targets if label.split("-", 1)[0] in ("fig", "tbl")} - set(
+        floats.values()
+    )
     cells = []
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
-            cell.source = "\n".join(_anchored_heading(line, sections) for line in cell.source.split("\n"))
+            cell.source = "\n".join(
+                _anchored_heading(line, sections) for line in cell.source.split("\n")
+            )
             cell.source = _anchored_captions(_anchored_references(cell.source, book), captions)
         elif _without_options(cell.source) in floats:
-            cells.append(nbformat.v4.new_markdown_cell(f'<div id="{floats[_without_options(cell.source)]}"></div>'))
+            cells.append(
+                nbformat.v4.new_markdown_cell(
+                    f'<div id="{floats[_without_options(cell.source)]}"></div>'
+                )
+            )
         cells.append(cell)
     notebook.cells = cells
 
@@ -195,7 +205,9 @@ def add_anchors(notebook: nbformat.NotebookNode, text: str, page: Page, book: Bo
 # --- notebooks as pages -------------------------------------------------------------------
 
 
-def for_the_site(notebook: nbformat.NotebookNode, book: Book, *, executed: bool) -> nbformat.NotebookNode:
+def for_the_site(
+    notebook: nbformat.NotebookNode, book: Book, *, executed: bool
+) -> nbformat.NotebookNode:
     """The notebook without what only matters in Jupyter or Colab.
 
     The Colab setup cell does nothing here. Hidden cells (`echo: false`) show their output only, and
@@ -208,7 +220,9 @@ def for_the_site(notebook: nbformat.NotebookNode, book: Book, *, executed: bool)
         if cell.cell_type == "code" and cell.source == setup:
             continue
         hidden = cell.metadata.get("jupyter", {}).get("source_hidden", False)
-        if not executed and (hidden or "exercise_summary(" in cell.source or cell.source == SUMMARY_HEADING):
+        if not executed and (
+            hidden or "exercise_summary(" in cell.source or cell.source == SUMMARY_HEADING
+        ):
             continue
         if hidden:
             cell.metadata["transient"] = {"remove_source": True}
@@ -225,7 +239,9 @@ def page_notebook(root: Path, page: SitePage, book: Book) -> nbformat.NotebookNo
     if page.notebook is not None:
         notebook = nbformat.read(page.notebook, as_version=4)
     else:
-        notebook = chapter_to_notebook(text, f"{Path(page.path).stem}.ipynb", book=book, page=page.path)
+        notebook = chapter_to_notebook(
+            text, f"{Path(page.path).stem}.ipynb", book=book, page=page.path
+        )
         if first_heading(text) is None:  # the generated title cell, without a Colab badge
             notebook.cells[0].source = f"# {page.title}"
         else:  # the page's own heading is its title
@@ -258,11 +274,15 @@ def contents(pages: list[SitePage]) -> str:
     for page in pages:
         if page.part != part:
             part = page.part
-            lines.append(f'</ul><h3>{html.escape(part or "")}</h3><ul>')
+            lines.append(f"</ul><h3>{html.escape(part or '')}</h3><ul>")
         if page.built:
-            lines.append(f'<li><a href="{html.escape(page.html_path)}">{html.escape(page.title)}</a></li>')
+            lines.append(
+                f'<li><a href="{html.escape(page.html_path)}">{html.escape(page.title)}</a></li>'
+            )
         else:
-            lines.append(f"<li>{html.escape(page.title)} <em>(not executed: run bash scripts/course.sh)</em></li>")
+            lines.append(
+                f"<li>{html.escape(page.title)} <em>(not executed: run bash scripts/course.sh)</em></li>"
+            )
     lines.append("</ul></nav>")
     return "\n".join(lines)
 
@@ -284,7 +304,9 @@ def render(notebook: nbformat.NotebookNode, title: str, extra: dict[str, str]) -
     """One notebook as a complete HTML page (nbconvert's JupyterLab template plus ours)."""
     notebook.metadata["title"] = title
     exporter = HTMLExporter(
-        template_name="lab", extra_template_paths=[str(TEMPLATE.parent)], template_file=TEMPLATE.name
+        template_name="lab",
+        extra_template_paths=[str(TEMPLATE.parent)],
+        template_file=TEMPLATE.name,
     )
     body, _ = exporter.from_notebook_node(notebook, resources=dict(extra))
     return body
@@ -293,7 +315,9 @@ def render(notebook: nbformat.NotebookNode, title: str, extra: dict[str, str]) -
 def build_site(root: Path, executed: Path, out: Path) -> list[SitePage]:
     """Writes every built page and the index under `out`; returns the pages, built or not."""
     if not executed.is_dir():
-        raise ValueError(f"{executed} is not a folder of executed notebooks (run bash scripts/course.sh)")
+        raise ValueError(
+            f"{executed} is not a folder of executed notebooks (run bash scripts/course.sh)"
+        )
     book = load_book(root)
     book_title = str((load_config(root).get("book") or {}).get("title", "The book"))
     pages = site_pages(root, executed, book)
@@ -313,7 +337,9 @@ def build_site(root: Path, executed: Path, out: Path) -> list[SitePage]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root")
-    parser.add_argument("--executed", type=Path, default=Path("_executed"), help="the executed notebooks")
+    parser.add_argument(
+        "--executed", type=Path, default=Path("_executed"), help="the executed notebooks"
+    )
     parser.add_argument("--out", type=Path, default=Path("_site"), help="where to write the site")
     args = parser.parse_args(argv)
     try:
@@ -322,7 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     missing = [page.path for page in pages if not page.built]
-    print(f"Wrote {len(pages) - len(missing)} pages to {args.out}/; open {args.out / 'index.html'} in a browser.")
+    print(
+        f"Wrote {len(pages) - len(missing)} pages to {args.out}/; open {args.out / 'index.html'} in a browser."
+    )
     if missing:
         print("Not executed, so listed without a link:", ", ".join(missing))
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Callable
+from collections.abc import Callable
 
 ENFORCE_ENV = "JAXCOURSE_ENFORCE_VERDICTS"
 """When this environment variable is "1" (CI sets it), `exercise_summary` raises on a verdict
@@ -53,11 +53,17 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
         raise ValueError(f"expect must be 'passed', 'not yet' or None, got {expect!r}.")
     last = {verdict.exercise: verdict for verdict in _VERDICTS}
     rows = [f"| {name} | {'PASSED' if v.passed else 'NOT YET'} |" for name, v in last.items()]
-    table = "\n".join(["| exercise | verdict |", "|---|---|", *rows]) if rows else "No exercise checked yet."
+    table = (
+        "\n".join(["| exercise | verdict |", "|---|---|", *rows])
+        if rows
+        else "No exercise checked yet."
+    )
     if expect is not None and os.environ.get(ENFORCE_ENV) == "1":
         wrong = [name for name, v in last.items() if v.passed != (expect == "passed")]
         if not last or wrong:
-            raise AssertionError(f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}")
+            raise AssertionError(
+                f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}"
+            )
     return ExerciseSummary(table)
 
 
@@ -111,7 +117,10 @@ _TRACED_PYTHON_HINT = (
 
 def require_callable(answer, what: str = "your function") -> None:
     """Fails with a hint unless `answer` is callable (check this before wrapping it in jax.jit)."""
-    require(callable(answer), f"{what} should be a function (a callable), got a {type(answer).__name__}.")
+    require(
+        callable(answer),
+        f"{what} should be a function (a callable), got a {type(answer).__name__}.",
+    )
 
 
 def describe(value) -> str:
@@ -147,9 +156,13 @@ def require_array(value, shape: tuple, what: str = "your function's result", exp
         array = np.asarray(None)
     import jax
 
-    numeric = array.dtype.kind in "biufc" or (array.dtype.kind == "V" and jax.dtypes.issubdtype(array.dtype, np.floating))
+    numeric = array.dtype.kind in "biufc" or (
+        array.dtype.kind == "V" and jax.dtypes.issubdtype(array.dtype, np.floating)
+    )
     require(numeric, f"{what} should be {wanted}, got {describe(value)}, which is not numeric.")
-    if array.dtype.kind == "V":  # bfloat16 and JAX's other float types, which NumPy does not compute with
+    if (
+        array.dtype.kind == "V"
+    ):  # bfloat16 and JAX's other float types, which NumPy does not compute with
         array = array.astype(np.float32)
     require(array.shape == tuple(shape), f"{what} should be {wanted}, got {describe(array)}.")
     return array
@@ -185,7 +198,6 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
     arguments fails with a hint; `NotImplementedError` (a stub) and `CheckFailed` pass through;
     any other exception becomes `AnswerRaised`, reported as 'your code raised ...'.
     """
-    import jax
 
     require_accepts(answer, *args, what=what)
     try:
@@ -203,7 +215,9 @@ JITTED = " under jax.jit"
 """The label `call_eager_and_jitted` gives the jitted run (the eager run's is "")."""
 
 
-def call_eager_and_jitted(answer, *args, what: str = "your function", hints: tuple = ()) -> list[tuple[str, object]]:
+def call_eager_and_jitted(
+    answer, *args, what: str = "your function", hints: tuple = ()
+) -> list[tuple[str, object]]:
     """Calls the learner's `answer(*args)` eagerly and under `jax.jit` (every argument traced),
     both through `call_answer`; returns `[("", eager result), (" under jax.jit", jitted result)]`,
     each result labelled with the words a hint appends to say which run it was."""
@@ -233,7 +247,9 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
             f"{what} returned a value JAX cannot hold as an array ({str(error)[:200]}): return "
             "jnp arrays (or numbers), as the exercise asks."
         )
-    if isinstance(error, TypeError) and error.__traceback__.tb_next is None:  # the call itself failed
+    if (
+        isinstance(error, TypeError) and error.__traceback__.tb_next is None
+    ):  # the call itself failed
         return CheckFailed(
             f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
             "against the exercise's stub."
@@ -274,19 +290,25 @@ def exercise_checker(exercise: str) -> Callable:
 
         def _verdict(*args, **kwargs) -> Verdict:
             if any(arg is None for arg in args):
-                return Verdict(exercise, False, "no answer yet: fill in the stub, then run this cell again.")
+                return Verdict(
+                    exercise, False, "no answer yet: fill in the stub, then run this cell again."
+                )
             try:
                 check(*args, **kwargs)
             except CheckFailed as failure:
                 return Verdict(exercise, False, f"Hint: {failure}")
             except NotImplementedError:
-                return Verdict(exercise, False, "no answer yet: the stub still raises NotImplementedError.")
+                return Verdict(
+                    exercise, False, "no answer yet: the stub still raises NotImplementedError."
+                )
             except AnswerRaised as error:
                 return Verdict(exercise, False, f"your code raised {error}")
             except Exception as error:  # never crash the notebook; say whose code failed
                 if _raised_in_learner_code(error):
                     return Verdict(
-                        exercise, False, f"your code raised {type(error).__name__}: {str(error)[:300]}"
+                        exercise,
+                        False,
+                        f"your code raised {type(error).__name__}: {str(error)[:300]}",
                     )
                 return Verdict(
                     exercise, False, f"{CHECKER_ERROR}: {type(error).__name__}: {str(error)[:300]}"
@@ -307,7 +329,10 @@ def _raised_in_learner_code(error: BaseException) -> bool:
     import traceback
 
     package = os.path.dirname(os.path.abspath(__file__))
-    libraries = {os.path.abspath(sysconfig.get_paths()[name]) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    libraries = {
+        os.path.abspath(sysconfig.get_paths()[name])
+        for name in ("stdlib", "platstdlib", "purelib", "platlib")
+    }
     for frame, _ in traceback.walk_tb(error.__traceback__):
         filename = os.path.abspath(frame.f_code.co_filename)
         if filename.startswith(package) or any(filename.startswith(lib) for lib in libraries):

@@ -42,7 +42,9 @@ def bytes_sent_per_device(collective: str, block_bytes: int, n_devices: int) -> 
             size, or fewer than one device.
     """
     if collective not in _SENT_PER_BLOCK:
-        raise ValueError(f"unknown collective {collective!r}; expected one of {sorted(_SENT_PER_BLOCK)}.")
+        raise ValueError(
+            f"unknown collective {collective!r}; expected one of {sorted(_SENT_PER_BLOCK)}."
+        )
     if isinstance(n_devices, bool) or not isinstance(n_devices, int) or n_devices < 1:
         raise ValueError(f"n_devices must be an int of at least 1, got {n_devices!r}.")
     if block_bytes < 0:

@@ -66,4 +66,6 @@ def entries(directory) -> list[Path]:
     directory = Path(directory)
     if not directory.is_dir():
         return []
-    return sorted(path for path in directory.iterdir() if path.is_file() and path.name.endswith("-cache"))
+    return sorted(
+        path for path in directory.iterdir() if path.is_file() and path.name.endswith("-cache")
+    )

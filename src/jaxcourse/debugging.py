@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import traceback
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jaxlib

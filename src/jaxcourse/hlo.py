@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import jax
 
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%(?P<name>[\w.\-]+)\s.*\{$")
 _INSTRUCTION_NAME = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=")
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*[a-z]+\d*\[(?P<dims>[\d,]*)\]")
+_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*[a-z]+\d*\[(?P<dims>[\d,]*)\]"
+)
 _FUSED_BODY = re.compile(r"kind=k\w+, calls=%(?P<name>[\w.\-]+)")
 _NOT_WRITTEN = re.compile(r" (parameter|get-tuple-element|bitcast)\(")
 _ENTRY = re.compile(r"^ENTRY\s+%(?P<name>[\w.\-]+)", re.MULTILINE)
@@ -47,7 +49,9 @@ def _shape(dims: str) -> tuple[int, ...]:
 def _results(lines: list[str]) -> set[str]:
     """The names of a computation's results: its ROOT, and what a ROOT tuple or bitcast passes on."""
     by_name = {match["name"]: line for line in lines if (match := _INSTRUCTION_NAME.match(line))}
-    root = next(_INSTRUCTION_NAME.match(line)["name"] for line in lines if line.lstrip().startswith("ROOT"))
+    root = next(
+        _INSTRUCTION_NAME.match(line)["name"] for line in lines if line.lstrip().startswith("ROOT")
+    )
     results, pending = set(), [root]
     while pending:
         name = pending.pop()
@@ -79,7 +83,12 @@ def written_arrays(fn: Callable, *args) -> dict[str, tuple[int, ...]]:
         for line in lines:
             match = _INSTRUCTION.match(line)
             is_root = line.lstrip().startswith("ROOT")
-            if match and match["name"] not in results and not is_root and not _NOT_WRITTEN.search(line):
+            if (
+                match
+                and match["name"] not in results
+                and not is_root
+                and not _NOT_WRITTEN.search(line)
+            ):
                 written[match["name"]] = _shape(match["dims"])
     return written
 
@@ -93,7 +102,11 @@ def intermediate_arrays(fn: Callable, *args, shape: tuple[int, ...]) -> dict[str
     least half a pass over an array of `shape`.
     """
     at_least = math.prod(shape) / 2
-    return {name: dims for name, dims in written_arrays(fn, *args).items() if math.prod(dims) >= at_least}
+    return {
+        name: dims
+        for name, dims in written_arrays(fn, *args).items()
+        if math.prod(dims) >= at_least
+    }
 
 
 def entry_computation(fn: Callable, *args) -> str:
@@ -111,7 +124,13 @@ def entry_opcodes(fn: Callable, *args) -> list[str]:
     return sorted({match["opcode"] for match in _OPCODE.finditer(entry_computation(fn, *args))})
 
 
-COLLECTIVE_OPCODES = ("all-reduce", "all-gather", "reduce-scatter", "collective-permute", "all-to-all")
+COLLECTIVE_OPCODES = (
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "collective-permute",
+    "all-to-all",
+)
 """The HLO instructions that move data between devices (`collectives.HLO_NAMES` maps `lax` to them)."""
 
 _COLLECTIVE = re.compile(
@@ -139,9 +158,15 @@ def collectives(fn: Callable, *args, **kwargs) -> list[tuple[str, int]]:
     jitted is lowered as it is (its static `kwargs` included), so a program it has already
     compiled for these arguments comes from JAX's cache instead of compiling again.
     """
-    lowered = fn.lower(*args, **kwargs) if hasattr(fn, "lower") else jax.jit(partial(fn, **kwargs)).lower(*args)
+    lowered = (
+        fn.lower(*args, **kwargs)
+        if hasattr(fn, "lower")
+        else jax.jit(partial(fn, **kwargs)).lower(*args)
+    )
     text = lowered.compile().as_text()
-    return [(match["opcode"], _result_bytes(match["shape"])) for match in _COLLECTIVE.finditer(text)]
+    return [
+        (match["opcode"], _result_bytes(match["shape"])) for match in _COLLECTIVE.finditer(text)
+    ]
 
 
 def collective_counts(fn: Callable, *args, **kwargs) -> dict[str, int]:

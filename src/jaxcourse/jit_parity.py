@@ -120,7 +120,10 @@ def report_in_new_process(xla_flags: str = "") -> dict[str, Any]:
     when JAX starts, so trying a flag needs a new process."""
     env = {**os.environ, "XLA_FLAGS": xla_flags}
     completed = subprocess.run(
-        [sys.executable, "-m", "jaxcourse.jit_parity", "--json"], env=env, capture_output=True, text=True
+        [sys.executable, "-m", "jaxcourse.jit_parity", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if completed.returncode not in (0, 1):
         raise RuntimeError(f"jaxcourse.jit_parity failed:\n{completed.stderr}")

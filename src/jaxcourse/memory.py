@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 
@@ -40,14 +41,18 @@ def require_compiled(program, what: str = "this function") -> jax.stages.Compile
     if isinstance(program, jax.stages.Compiled):
         return program
     if isinstance(program, jax.stages.Lowered):
-        raise TypeError(f"{what} needs a compiled program; this one is only lowered: call .compile() on it.")
+        raise TypeError(
+            f"{what} needs a compiled program; this one is only lowered: call .compile() on it."
+        )
     if callable(program):
         raise TypeError(
             f"{what} needs a compiled program, and {getattr(program, '__name__', 'this function')!r} "
             "was never compiled for any arguments: use jax.jit(f).lower(*args).compile(), "
             "or pass the function with its arguments."
         )
-    raise TypeError(f"{what} needs a compiled program (jax.stages.Compiled), got a {type(program).__name__}.")
+    raise TypeError(
+        f"{what} needs a compiled program (jax.stages.Compiled), got a {type(program).__name__}."
+    )
 
 
 def memory_figures(compiled) -> MemoryFigures:
@@ -64,4 +69,6 @@ def memory_figures(compiled) -> MemoryFigures:
 def memory_of(fn: Callable, *args, donate_argnums=(), **kwargs) -> MemoryFigures:
     """The memory figures of `jax.jit(fn, donate_argnums=...)` compiled for `args` (arrays or
     `jax.ShapeDtypeStruct`s; nothing is run and nothing is donated)."""
-    return memory_figures(jax.jit(fn, donate_argnums=donate_argnums).lower(*args, **kwargs).compile())
+    return memory_figures(
+        jax.jit(fn, donate_argnums=donate_argnums).lower(*args, **kwargs).compile()
+    )

@@ -7,7 +7,7 @@ cannot use is refused with a message that says why, not deep inside `jax.make_me
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import jax
 from jax.sharding import AxisType, Mesh
@@ -75,5 +75,8 @@ def grid_mesh(
             "before the first JAX operation."
         )
     return jax.make_mesh(
-        (data, model), (DATA, MODEL), axis_types=(axis_types, axis_types), devices=devices[: data * model]
+        (data, model),
+        (DATA, MODEL),
+        axis_types=(axis_types, axis_types),
+        devices=devices[: data * model],
     )

@@ -67,12 +67,18 @@ def init_mlp(n_in: int, n_hidden: int, n_out: int, *, key: jax.Array) -> MLP:
     """Weights drawn N(0, 1/n_in) (He-like scaling), biases zero."""
     key_hidden, key_output = jax.random.split(key)
     return MLP(
-        Layer(jax.random.normal(key_hidden, (n_in, n_hidden)) / jnp.sqrt(n_in), jnp.zeros(n_hidden)),
-        Layer(jax.random.normal(key_output, (n_hidden, n_out)) / jnp.sqrt(n_hidden), jnp.zeros(n_out)),
+        Layer(
+            jax.random.normal(key_hidden, (n_in, n_hidden)) / jnp.sqrt(n_in), jnp.zeros(n_hidden)
+        ),
+        Layer(
+            jax.random.normal(key_output, (n_hidden, n_out)) / jnp.sqrt(n_hidden), jnp.zeros(n_out)
+        ),
     )
 
 
-def make_data(n_samples: int, n_in: int, n_out: int, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def make_data(
+    n_samples: int, n_in: int, n_out: int, *, key: jax.Array
+) -> tuple[jax.Array, jax.Array]:
     """Inputs `(n_samples, n_in)` standard normal and targets `(n_samples, n_out)`, a smooth
     nonlinear function of them that an MLP can learn."""
     key_x, key_map = jax.random.split(key)
@@ -122,22 +128,33 @@ def used_specs(plan: Plan) -> MLP:
 def place(tree, specs, mesh: Mesh):
     """`jax.device_put` of each leaf of `tree` with `NamedSharding(mesh, spec)`, `specs` a
     matching tree of partition specs (e.g. `stored_specs(plan)`)."""
-    shardings = jax.tree.map(lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda s: isinstance(s, P))
+    shardings = jax.tree.map(
+        lambda spec: NamedSharding(mesh, spec), specs, is_leaf=lambda s: isinstance(s, P)
+    )
     return jax.device_put(tree, shardings)
 
 
-def check_sizes(plan: Plan, mesh: Mesh, *, n_samples: int, n_in: int, n_hidden: int, n_out: int) -> None:
+def check_sizes(
+    plan: Plan, mesh: Mesh, *, n_samples: int, n_in: int, n_hidden: int, n_out: int
+) -> None:
     """Raises `ValueError` unless every dimension that `plan` splits divides evenly over its axis."""
     split = {"samples": (n_samples, DATA)}
     if plan.fsdp:
-        split |= {"inputs (W1's rows)": (n_in, plan.fsdp), "outputs (W2's columns)": (n_out, plan.fsdp)}
+        split |= {
+            "inputs (W1's rows)": (n_in, plan.fsdp),
+            "outputs (W2's columns)": (n_out, plan.fsdp),
+        }
     if plan.tensor:
         split |= {"hidden units": (n_hidden, plan.tensor)}
     for what, (size, axis) in split.items():
         if axis not in mesh.shape:
-            raise ValueError(f"the plan splits {what} over '{axis}', which is not an axis of {mesh}.")
+            raise ValueError(
+                f"the plan splits {what} over '{axis}', which is not an axis of {mesh}."
+            )
         if size % mesh.shape[axis]:
-            raise ValueError(f"{size} {what} do not split evenly over the {mesh.shape[axis]} devices of '{axis}'.")
+            raise ValueError(
+                f"{size} {what} do not split evenly over the {mesh.shape[axis]} devices of '{axis}'."
+            )
 
 
 # --- The global view: jit on sharded arrays, the collectives left to the compiler ------------
@@ -160,7 +177,9 @@ def sharded_mlp(params: MLP, x: jax.Array, plan: Plan) -> jax.Array:
 
 
 @partial(jax.jit, static_argnames=("plan", "optimizer"))
-def sharded_step(params: MLP, opt_state, x: jax.Array, y: jax.Array, *, plan: Plan, optimizer=OPTIMIZER):
+def sharded_step(
+    params: MLP, opt_state, x: jax.Array, y: jax.Array, *, plan: Plan, optimizer=OPTIMIZER
+):
     """`train_step` on sharded arrays (under `jax.set_mesh(mesh)`), the model as `sharded_mlp`.
     The gradients, the optimizer state and the new parameters keep `stored_specs(plan)`."""
     loss, grads = jax.value_and_grad(lambda p: mse(sharded_mlp(p, x, plan), y))(params)

@@ -38,7 +38,12 @@ N_SAMPLES, N_IN, N_HIDDEN, N_OUT = 64, 8, 16, 8
 
 
 def run_worker(
-    process_id: int, num_processes: int, port: int, *, devices_per_process: int = 2, n_steps: int = 3,
+    process_id: int,
+    num_processes: int,
+    port: int,
+    *,
+    devices_per_process: int = 2,
+    n_steps: int = 3,
     initialization_timeout: int = 60,
 ) -> dict:
     """Joins the job as process `process_id` of `num_processes`, trains the FSDP MLP for
@@ -66,24 +71,40 @@ def run_worker(
     # Every process draws the same data and start (same keys) on its own CPU, and keeps its rows.
     x, y = mp.make_data(N_SAMPLES, N_IN, N_OUT, key=jax.random.key(0))
     params = mp.init_mlp(N_IN, N_HIDDEN, N_OUT, key=jax.random.key(1))
-    rows = slice(process_id * N_SAMPLES // num_processes, (process_id + 1) * N_SAMPLES // num_processes)
+    rows = slice(
+        process_id * N_SAMPLES // num_processes, (process_id + 1) * N_SAMPLES // num_processes
+    )
     row_sharding = NamedSharding(mesh, P(DATA))
     x_global = jax.make_array_from_process_local_data(row_sharding, np.asarray(x[rows]), x.shape)
     y_global = jax.make_array_from_process_local_data(row_sharding, np.asarray(y[rows]), y.shape)
 
     def global_array(value, spec):  # each process fills in the blocks its own devices hold
         value = np.asarray(value)
-        return jax.make_array_from_callback(value.shape, NamedSharding(mesh, spec), lambda index: value[index])
+        return jax.make_array_from_callback(
+            value.shape, NamedSharding(mesh, spec), lambda index: value[index]
+        )
 
     with jax.set_mesh(mesh):
-        sharded_params = jax.tree.map(global_array, params, mp.stored_specs(plan), is_leaf=lambda v: isinstance(v, jax.Array))
-        sharded_params, losses = mp.train(
-            mp.sharded_step, sharded_params, mp.OPTIMIZER.init(sharded_params), x_global, y_global, n_steps, plan=plan
+        sharded_params = jax.tree.map(
+            global_array, params, mp.stored_specs(plan), is_leaf=lambda v: isinstance(v, jax.Array)
         )
-        replicated = jax.jit(lambda tree: tree, out_shardings=NamedSharding(mesh, P()))(sharded_params)
+        sharded_params, losses = mp.train(
+            mp.sharded_step,
+            sharded_params,
+            mp.OPTIMIZER.init(sharded_params),
+            x_global,
+            y_global,
+            n_steps,
+            plan=plan,
+        )
+        replicated = jax.jit(lambda tree: tree, out_shardings=NamedSharding(mesh, P()))(
+            sharded_params
+        )
     final = jax.tree.map(lambda leaf: np.asarray(leaf.addressable_data(0)), replicated)
 
-    reference, reference_losses = mp.train(jax.jit(mp.train_step), params, mp.OPTIMIZER.init(params), x, y, n_steps)
+    reference, reference_losses = mp.train(
+        jax.jit(mp.train_step), params, mp.OPTIMIZER.init(params), x, y, n_steps
+    )
     gaps = jax.tree.map(lambda a, b: float(np.max(np.abs(a - np.asarray(b)))), final, reference)
     report = {
         "process_id": jax.process_index(),
@@ -92,7 +113,9 @@ def run_worker(
         "local_devices": jax.local_device_count(),
         "mesh": dict(mesh.shape),
         "losses": losses,
-        "max_abs_difference": max(jax.tree.leaves(gaps) + [float(np.max(np.abs(np.subtract(losses, reference_losses))))]),
+        "max_abs_difference": max(
+            jax.tree.leaves(gaps) + [float(np.max(np.abs(np.subtract(losses, reference_losses))))]
+        ),
     }
     jax.distributed.shutdown()
     return report
@@ -132,14 +155,33 @@ def check_port_free(port: int) -> int:
     return port
 
 
-def worker_command(process_id: int, num_processes: int, port: int, *, devices_per_process: int,
-                   n_steps: int, initialization_timeout: int) -> list[str]:
+def worker_command(
+    process_id: int,
+    num_processes: int,
+    port: int,
+    *,
+    devices_per_process: int,
+    n_steps: int,
+    initialization_timeout: int,
+) -> list[str]:
     """The command line that starts one worker (what you would type in its terminal)."""
     return [
-        sys.executable, "-m", "jaxcourse.multiprocess", "worker",
-        "--process-id", str(process_id), "--processes", str(num_processes), "--port", str(port),
-        "--devices-per-process", str(devices_per_process), "--steps", str(n_steps),
-        "--initialization-timeout", str(initialization_timeout),
+        sys.executable,
+        "-m",
+        "jaxcourse.multiprocess",
+        "worker",
+        "--process-id",
+        str(process_id),
+        "--processes",
+        str(num_processes),
+        "--port",
+        str(port),
+        "--devices-per-process",
+        str(devices_per_process),
+        "--steps",
+        str(n_steps),
+        "--initialization-timeout",
+        str(initialization_timeout),
     ]
 
 
@@ -187,9 +229,18 @@ def launch(
         env.pop(name, None)
     processes = {
         process_id: subprocess.Popen(
-            worker_command(process_id, num_processes, port, devices_per_process=devices_per_process,
-                           n_steps=n_steps, initialization_timeout=initialization_timeout),
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            worker_command(
+                process_id,
+                num_processes,
+                port,
+                devices_per_process=devices_per_process,
+                n_steps=n_steps,
+                initialization_timeout=initialization_timeout,
+            ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for process_id in start
     }
@@ -198,12 +249,17 @@ def launch(
     try:
         for process_id, process in processes.items():
             try:
-                outputs[process_id] = process.communicate(timeout=max(deadline - time.monotonic(), 0.1))
+                outputs[process_id] = process.communicate(
+                    timeout=max(deadline - time.monotonic(), 0.1)
+                )
             except subprocess.TimeoutExpired:
                 missing = sorted(set(range(num_processes)) - set(start))
-                why = (f" Process(es) {missing} were never started, and the others wait for them."
-                       if missing else " A process that never reaches jax.distributed.initialize, "
-                       "or a collective that one process skips, keeps the others waiting.")
+                why = (
+                    f" Process(es) {missing} were never started, and the others wait for them."
+                    if missing
+                    else " A process that never reaches jax.distributed.initialize, "
+                    "or a collective that one process skips, keeps the others waiting."
+                )
                 raise TimeoutError(
                     f"process {process_id} of {num_processes} did not finish within {timeout:g} s on "
                     f"{HOST}:{port}; all workers were stopped.{why}"
@@ -214,13 +270,17 @@ def launch(
     for process_id, (stdout, stderr) in outputs.items():
         if processes[process_id].returncode != 0:
             tail = "\n".join(stderr.strip().splitlines()[-6:])
-            raise RuntimeError(f"process {process_id} failed (exit {processes[process_id].returncode}):\n{tail}")
+            raise RuntimeError(
+                f"process {process_id} failed (exit {processes[process_id].returncode}):\n{tail}"
+            )
         reports.append(json.loads(stdout.strip().splitlines()[-1]))
     return reports
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m jaxcourse.multiprocess", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m jaxcourse.multiprocess", description=__doc__.split("\n\n")[0]
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     for name in ("worker", "launch"):
         command = commands.add_parser(name)
@@ -238,13 +298,22 @@ def main(argv: list[str] | None = None) -> None:
         if args.port is None:
             parser.error("a worker needs --port (the same for every process)")
         report = run_worker(
-            args.process_id, args.processes, args.port, devices_per_process=args.devices_per_process,
-            n_steps=args.steps, initialization_timeout=args.initialization_timeout,
+            args.process_id,
+            args.processes,
+            args.port,
+            devices_per_process=args.devices_per_process,
+            n_steps=args.steps,
+            initialization_timeout=args.initialization_timeout,
         )
         print(json.dumps(report), flush=True)
     else:
-        for report in launch(args.processes, devices_per_process=args.devices_per_process,
-                             n_steps=args.steps, port=args.port, timeout=args.timeout):
+        for report in launch(
+            args.processes,
+            devices_per_process=args.devices_per_process,
+            n_steps=args.steps,
+            port=args.port,
+            timeout=args.timeout,
+        ):
             print(json.dumps(report))
 
 

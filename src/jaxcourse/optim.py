@@ -14,7 +14,8 @@ from __future__ import annotations
 import functools
 import inspect
 import weakref
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -22,12 +23,13 @@ import optax
 
 from .reductions import total
 
-
 _SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """update function -> the call that made its optimizer; weak, so forgotten with the optimizer."""
 
 
-def described(factory: Callable[..., optax.GradientTransformation]) -> Callable[..., optax.GradientTransformation]:
+def described(
+    factory: Callable[..., optax.GradientTransformation],
+) -> Callable[..., optax.GradientTransformation]:
     """Makes `factory` remember the call that built each optimizer, for `describe`.
 
     The optimizer itself is unchanged (an optax NamedTuple of two functions): the call is kept
@@ -55,7 +57,9 @@ def describe(optimizer: optax.GradientTransformation) -> str:
     """
     update = getattr(optimizer, "update", None)
     if update is None or not callable(update):
-        raise TypeError(f"describe expects an optax transformation, got {type(optimizer).__name__}.")
+        raise TypeError(
+            f"describe expects an optax transformation, got {type(optimizer).__name__}."
+        )
     return _SETTINGS.get(update, f"{type(optimizer).__name__}(settings not recorded)")
 
 
@@ -254,11 +258,21 @@ def newton_rprop(
             eta, moves, sign = rprop_rule(g, prev, eta, etas, multipliers)
             return jnp.where(moves, -eta * g / c, 0.0).astype(g.dtype), eta, sign
 
-        new_updates, etas_, signs = _map_unzip(one, updates, curvature, state.multipliers, state.prev_signs)
+        new_updates, etas_, signs = _map_unzip(
+            one, updates, curvature, state.multipliers, state.prev_signs
+        )
         # Rejected: back halfway along the last step, shorter multipliers, signs forgotten.
-        step = jax.tree.map(lambda u, last: jnp.where(rose, -0.5 * last, u), new_updates, state.last_step)
-        last_step = jax.tree.map(lambda u, last: jnp.where(rose, 0.5 * last, u), new_updates, state.last_step)
-        etas_ = jax.tree.map(lambda new, old: jnp.where(rose, jnp.maximum(old * etas[0], multipliers[0]), new), etas_, state.multipliers)
+        step = jax.tree.map(
+            lambda u, last: jnp.where(rose, -0.5 * last, u), new_updates, state.last_step
+        )
+        last_step = jax.tree.map(
+            lambda u, last: jnp.where(rose, 0.5 * last, u), new_updates, state.last_step
+        )
+        etas_ = jax.tree.map(
+            lambda new, old: jnp.where(rose, jnp.maximum(old * etas[0], multipliers[0]), new),
+            etas_,
+            state.multipliers,
+        )
         signs = jax.tree.map(lambda s: jnp.where(rose, jnp.int8(0), s), signs)
         accepted = jnp.where(rose | jnp.isnan(value), state.accepted_value, value)
         return step, NewtonRpropState(etas_, signs, accepted, last_step)
@@ -313,12 +327,17 @@ def newton_momentum(
     def update_fn(updates, state, params=None, *, curvature, reduce=None, **extra_args):
         del params, extra_args
         # total: the sum XLA fuses with the product g * v, writing no (n, p) array (see reductions).
-        slope = sum(total(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity)))
+        slope = sum(
+            total(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity))
+        )
         if reduce is not None:  # the parameters are split over devices: sum the partial slopes
             slope = reduce(slope)
         carried = jnp.where(restart & (slope > 0), 0.0, momentum)
         velocity = jax.tree.map(
-            lambda g, c, v: (carried * v - learning_rate * g / c).astype(g.dtype), updates, curvature, state.velocity
+            lambda g, c, v: (carried * v - learning_rate * g / c).astype(g.dtype),
+            updates,
+            curvature,
+            state.velocity,
         )
         return velocity, NewtonMomentumState(velocity)
 

@@ -92,7 +92,12 @@ class LinearParams(NamedTuple):
 
 
 def make_regression(
-    n_samples: int, *, key: jax.Array, weights=(1.0, -2.0, 3.0), bias: float = 0.5, noise: float = 0.1
+    n_samples: int,
+    *,
+    key: jax.Array,
+    weights=(1.0, -2.0, 3.0),
+    bias: float = 0.5,
+    noise: float = 0.1,
 ) -> tuple[jax.Array, jax.Array]:
     """Draws `x` `(n_samples, n_features)` standard normal and `y = x @ weights + bias + noise`."""
     key_x, key_noise = jax.random.split(key)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -36,7 +36,7 @@ def plot_elbo_traces(
             linestyle=LINESTYLES[index % len(LINESTYLES)],
             linewidth=max(3.5 - 0.6 * index, 1.0),
         )
-    tails = [t[int(skip_fraction * t.size):] for t in arrays.values() if t.size]
+    tails = [t[int(skip_fraction * t.size) :] for t in arrays.values() if t.size]
     if tails:
         low = min(np.nanmin(t) for t in tails)
         high = max(np.nanmax(t) for t in tails)
@@ -56,7 +56,9 @@ def plot_count_matrix(counts, *, ax=None, title: str | None = None):
     """Shows an `(n_samples, n_species)` count matrix as an image of log(1 + count)."""
     if ax is None:
         _, ax = plt.subplots()
-    image = ax.imshow(np.log1p(np.asarray(counts)), aspect="auto", interpolation="nearest", cmap="viridis")
+    image = ax.imshow(
+        np.log1p(np.asarray(counts)), aspect="auto", interpolation="nearest", cmap="viridis"
+    )
     ax.figure.colorbar(image, ax=ax, label="log(1 + count)")
     ax.set_xlabel("species (column)")
     ax.set_ylabel("sample (row)")
@@ -82,11 +84,19 @@ def plot_timeline(events, *, ax=None, min_gap_us: float = 50.0, title: str | Non
         _, ax = plt.subplots(figsize=(8, 3))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for row, kind in enumerate(TIMELINE_ROWS):
-        spans = [(event.start_us / 1e3, event.duration_us / 1e3) for event in events if event.kind == kind]
+        spans = [
+            (event.start_us / 1e3, event.duration_us / 1e3)
+            for event in events
+            if event.kind == kind
+        ]
         ax.broken_barh(spans, (row - 0.35, 0.7), facecolors=colours[row % len(colours)])
-    gaps = [(start / 1e3, length / 1e3) for start, length in idle_gaps(events, min_gap_us=min_gap_us)]
+    gaps = [
+        (start / 1e3, length / 1e3) for start, length in idle_gaps(events, min_gap_us=min_gap_us)
+    ]
     thunk_row = TIMELINE_ROWS.index("thunk")
-    ax.broken_barh(gaps, (thunk_row - 0.5, 1.0), facecolors="none", edgecolors="red", hatch="//", linewidth=0.5)
+    ax.broken_barh(
+        gaps, (thunk_row - 0.5, 1.0), facecolors="none", edgecolors="red", hatch="//", linewidth=0.5
+    )
     ax.set_yticks(range(len(TIMELINE_ROWS)), [KINDS[kind] for kind in TIMELINE_ROWS])
     ax.set_ylim(len(TIMELINE_ROWS) - 0.5, -0.5)
     ax.set_xlabel("time since the first event (ms)")
@@ -113,11 +123,31 @@ def plot_roofline(roofline, points: Mapping[str, tuple], *, ax=None):
     low = min([roofline.ridge / 100, *intensities]) / 2
     high = max([roofline.ridge * 100, *intensities]) * 2
     grid = np.geomspace(low, high, 200)
-    ax.plot(grid, [roofline.bound(value) for value in grid], color="black", linewidth=1.5, label="roofline")
-    ax.axvline(roofline.ridge, color="grey", linestyle=":", linewidth=1, label=f"ridge, {roofline.ridge:.1f} FLOP/byte")
+    ax.plot(
+        grid,
+        [roofline.bound(value) for value in grid],
+        color="black",
+        linewidth=1.5,
+        label="roofline",
+    )
+    ax.axvline(
+        roofline.ridge,
+        color="grey",
+        linestyle=":",
+        linewidth=1,
+        label=f"ridge, {roofline.ridge:.1f} FLOP/byte",
+    )
     markers = "osD^v<>ph*"
     for index, (label, (cost, seconds)) in enumerate(points.items()):
-        ax.plot(cost.intensity, cost.flops / seconds, marker=markers[index % len(markers)], linestyle="none", label=label)
-    ax.set(xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte)", ylabel="FLOP/s")
+        ax.plot(
+            cost.intensity,
+            cost.flops / seconds,
+            marker=markers[index % len(markers)],
+            linestyle="none",
+            label=label,
+        )
+    ax.set(
+        xscale="log", yscale="log", xlabel="arithmetic intensity (FLOPs per byte)", ylabel="FLOP/s"
+    )
     ax.legend(fontsize="small", loc="center left", bbox_to_anchor=(1.02, 0.5))
     return ax

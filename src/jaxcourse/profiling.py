@@ -8,8 +8,9 @@ import collections
 import gzip
 import json
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 import jax
 
@@ -87,7 +88,9 @@ def find_trace(directory) -> Path:
     """
     directory = Path(directory)
     if not directory.is_dir():
-        raise ValueError(f"{str(directory)!r} is not a folder; pass the folder given to jax.profiler.trace.")
+        raise ValueError(
+            f"{str(directory)!r} is not a folder; pass the folder given to jax.profiler.trace."
+        )
     found = sorted(directory.rglob(TRACE_FILE), key=lambda path: path.stat().st_mtime)
     if not found:
         raise ValueError(
@@ -123,7 +126,9 @@ def read_trace(path) -> list[TraceEvent]:
         raise ValueError(f"{str(path)!r} does not exist; pass a {TRACE_FILE} file or its folder.")
     trace = _load_json(path)
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
-        raise ValueError(f"{str(path)!r} is JSON, but not a profiler trace: it has no 'traceEvents' list.")
+        raise ValueError(
+            f"{str(path)!r} is JSON, but not a profiler trace: it has no 'traceEvents' list."
+        )
     raw = [event for event in trace["traceEvents"] if isinstance(event, dict)]
     threads = {
         (event.get("pid"), event.get("tid")): event.get("args", {}).get("name", "")
@@ -162,7 +167,9 @@ def capture(fn: Callable, *args, directory=None, python_tracer: bool = False, **
     Returns:
         The path of the `perfetto_trace.json.gz` written, for `read_trace` or Perfetto.
     """
-    directory = Path(tempfile.mkdtemp(prefix="jaxcourse-trace-") if directory is None else directory)
+    directory = Path(
+        tempfile.mkdtemp(prefix="jaxcourse-trace-") if directory is None else directory
+    )
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = int(python_tracer)
     with jax.profiler.trace(str(directory), create_perfetto_trace=True, profiler_options=options):

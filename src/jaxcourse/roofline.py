@@ -4,7 +4,8 @@ harness, and how close a measured time comes to the bound they set."""
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -89,7 +90,9 @@ class Roofline(NamedTuple):
     def time_bound(self, program_cost: Cost) -> float:
         """The least time, in seconds, a program of this cost can take: its FLOPs at the peak
         rate or its bytes at the bandwidth, whichever takes longer."""
-        return max(program_cost.flops / self.peak_flops, program_cost.bytes_accessed / self.bandwidth)
+        return max(
+            program_cost.flops / self.peak_flops, program_cost.bytes_accessed / self.bandwidth
+        )
 
     def fraction(self, program_cost: Cost, seconds: float) -> float:
         """Attained rate / roofline bound, for a run of `seconds`; equal to
@@ -183,7 +186,9 @@ def loop_body_cost(fn: Callable, *args) -> Cost:
 
     found = list(_loops(jax.make_jaxpr(fn)(*args)))
     if not found:
-        raise ValueError("loop_body_cost found no lax.while_loop or lax.scan in the traced function.")
+        raise ValueError(
+            "loop_body_cost found no lax.while_loop or lax.scan in the traced function."
+        )
     outermost = min(depth for depth, _ in found)
     depth_loops = [eqn for depth, eqn in found if depth == outermost]
     eqn = max(depth_loops, key=lambda eqn: len(_body(eqn).jaxpr.eqns))

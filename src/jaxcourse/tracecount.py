@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import jax
 

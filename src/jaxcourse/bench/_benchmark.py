@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import contextlib
 import tempfile
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..config import blas_threads as current_blas_threads
 from ..config import limit_blas_threads
-from ..pln import PLNData, stirling_correction
 from ..environment import environment, versions
+from ..pln import PLNData, stirling_correction
 from ._floor import combine_floors, measure_floor
 from ._fresh import run_fresh
 from ._methods import METHODS, PLAIN_CALL, Method, method_card, select_methods
@@ -80,21 +81,29 @@ def run_pln_benchmark(
     selected = select_methods(methods)
     if repeat < 1 or n_iter < 1 or cold_repeat < 0:
         raise ValueError("repeat and n_iter must be at least 1, and cold_repeat at least 0.")
-    cold = {m.name for m in (selected if cold_methods is None else select_methods(list(cold_methods)))}
+    cold = {
+        m.name for m in (selected if cold_methods is None else select_methods(list(cold_methods)))
+    }
     data = load_size(size)
     say = progress or (lambda message: None)
     limit = contextlib.nullcontext() if blas_threads is None else limit_blas_threads(blas_threads)
     with limit:
         say(f"floor ({size}: n={data.n_samples}, p={data.n_species})")
         plan = {
-            "cold": cold, "cold_repeat": cold_repeat, "reference_repeat": reference_repeat or repeat,
-            "reference_cold_repeat": max(cold_repeat if reference_cold_repeat is None else reference_cold_repeat, 1),
+            "cold": cold,
+            "cold_repeat": cold_repeat,
+            "reference_repeat": reference_repeat or repeat,
+            "reference_cold_repeat": max(
+                cold_repeat if reference_cold_repeat is None else reference_cold_repeat, 1
+            ),
             "torch_threads": torch_threads,
         }
         runs, floors = _run_all(selected, data, n_iter, repeat, level0_max_iter, say, plan)
         results = _results(size, data, n_iter, repeat, runs, combine_floors(floors))
         devices = {run.name: run.device for run in runs}
-        results["methods"] = [{**method_card(m), "device": devices.get(m.name, "not run")} for m in METHODS]
+        results["methods"] = [
+            {**method_card(m), "device": devices.get(m.name, "not run")} for m in METHODS
+        ]
         results["fits"] = {run.name: run.variational for run in runs}
     if first_call_cache and PLAIN_CALL in {m.name for m in selected}:
         say(f"{PLAIN_CALL}: first calls with a persistent compilation cache")
@@ -107,7 +116,10 @@ def cached_first_calls(data: PLNData, method: str, n_iter: int) -> dict[str, flo
     """The first call of `method` in two fresh processes sharing a new, empty persistent
     compilation cache: `fill_s` (it compiles and writes the cache) and `hit_s` (it reads it)."""
     with tempfile.TemporaryDirectory(prefix="jaxcourse-cache-") as folder:
-        fill, hit = (run_fresh("jax", [data], n_iter=n_iter, method=method, cache_dir=folder) for _ in range(2))
+        fill, hit = (
+            run_fresh("jax", [data], n_iter=n_iter, method=method, cache_dir=folder)
+            for _ in range(2)
+        )
     return {"fill_s": fill.fits[0].times_s[0], "hit_s": hit.fits[0].times_s[0]}
 
 
@@ -116,7 +128,10 @@ def first_call_ratios(results: dict[str, Any]) -> dict[str, float | None]:
     (first, end-to-end) fit of the reference, both from fresh processes of this run; and
     `first_call_ratio_cached`, the same with `PLAIN_CALL` reading a persistent cache."""
     runs = {run["name"]: run for run in results["runs"]}
-    plain, reference = runs.get(PLAIN_CALL), next((r for r in results["runs"] if r["is_reference"]), None)
+    plain, reference = (
+        runs.get(PLAIN_CALL),
+        next((r for r in results["runs"] if r["is_reference"]), None),
+    )
     if not plain or not reference or not plain["cold_s"] or not reference["cold_s"]:
         return {"first_call_ratio": None, "first_call_ratio_cached": None}
     theirs = float(np.median(reference["cold_s"]))
@@ -127,22 +142,36 @@ def first_call_ratios(results: dict[str, Any]) -> dict[str, float | None]:
     }
 
 
-def _run_all(selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_max_iter, say, plan):
+def _run_all(
+    selected: tuple[Method, ...], data: PLNData, n_iter, repeat, eager_max_iter, say, plan
+):
     floors = [measure_floor(data)]
     runs: list[MethodRun] = []
     for method in selected:
         say(method.name)
         if method.is_reference:  # not JAX: no floor to compare it with
-            runs.append(run_reference(
-                method, data, repeat=plan["reference_repeat"], cold_repeat=plan["reference_cold_repeat"],
-                torch_threads=plan["torch_threads"],
-            ))
+            runs.append(
+                run_reference(
+                    method,
+                    data,
+                    repeat=plan["reference_repeat"],
+                    cold_repeat=plan["reference_cold_repeat"],
+                    torch_threads=plan["torch_threads"],
+                )
+            )
             continue
         # The machine's speed drifts over a run; P2 compares each fit with the floor measured
         # around it, in the same conditions.
         before = measure_floor(data)
         cold_repeat = plan["cold_repeat"] if method.name in plan["cold"] else 0
-        run = run_method(method, data, n_iter, repeat=repeat, eager_max_iter=eager_max_iter, cold_repeat=cold_repeat)
+        run = run_method(
+            method,
+            data,
+            n_iter,
+            repeat=repeat,
+            eager_max_iter=eager_max_iter,
+            cold_repeat=cold_repeat,
+        )
         after = measure_floor(data)
         floors += [before, after]
         runs.append(run._replace(floor_s=0.5 * (before["median_s"] + after["median_s"])))

@@ -17,7 +17,9 @@ def floor_work(offsets, mean, sqrt_var, weights):
     return mean.T @ mean, mean @ weights, rate
 
 
-def measure_floor(data: PLNData, *, repeat: int | None = None, seconds: float = 0.25) -> dict[str, float]:
+def measure_floor(
+    data: PLNData, *, repeat: int | None = None, seconds: float = 0.25
+) -> dict[str, float]:
     """Times `floor_work` at the fits' starting point, as one jitted call (median and best of
     `repeat`, seconds).
 

@@ -119,11 +119,23 @@ def run_fresh(
         jobs = []
         for k, data in enumerate(datasets):
             path = Path(folder) / f"data{k}.npz"
-            np.savez(path, counts=np.asarray(data.counts), offsets=np.asarray(data.offsets), covariates=np.asarray(data.covariates))
-            jobs.append({"data": str(path), "out": str(Path(folder) / f"fit{k}.npz"), "maxiter": maxiter[k]})
+            np.savez(
+                path,
+                counts=np.asarray(data.counts),
+                offsets=np.asarray(data.offsets),
+                covariates=np.asarray(data.covariates),
+            )
+            jobs.append(
+                {"data": str(path), "out": str(Path(folder) / f"fit{k}.npz"), "maxiter": maxiter[k]}
+            )
         request = {
-            "kind": kind, "method": method, "n_iter": n_iter, "repeat": repeat, "cache_dir": cache_dir,
-            "torch_threads": torch_threads or default_torch_threads(), "jobs": jobs,
+            "kind": kind,
+            "method": method,
+            "n_iter": n_iter,
+            "repeat": repeat,
+            "cache_dir": cache_dir,
+            "torch_threads": torch_threads or default_torch_threads(),
+            "jobs": jobs,
         }
         request["started_at"] = time.time()  # the worker counts its start-up and imports from here
         (Path(folder) / "request.json").write_text(json.dumps(request))
@@ -135,8 +147,12 @@ def run_fresh(
         answer = _run_worker(Path(folder) / "request.json", env)
         fits = tuple(_fit(job, answer_job) for job, answer_job in zip(jobs, answer["jobs"]))
     return FreshRun(
-        import_s=answer["import_s"], device=answer["device"], torch_threads=answer.get("torch_threads"),
-        fits=fits, pid=answer["pid"], description=answer["jobs"][0].get("optimizer", ""),
+        import_s=answer["import_s"],
+        device=answer["device"],
+        torch_threads=answer.get("torch_threads"),
+        fits=fits,
+        pid=answer["pid"],
+        description=answer["jobs"][0].get("optimizer", ""),
     )
 
 
@@ -145,7 +161,9 @@ def _run_worker(request: Path, env: dict[str, str]) -> dict[str, Any]:
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=FRESH_TIMEOUT_S)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
-        raise RuntimeError(f"the fresh process failed (exit {done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(
+            f"the fresh process failed (exit {done.returncode}):\n{done.stderr[-3000:]}"
+        )
     return json.loads(lines[-1])  # pyPLNmodels may print a line of its own first
 
 

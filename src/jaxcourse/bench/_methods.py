@@ -7,19 +7,18 @@ optimizer, its settings, its description) is read from those objects, never type
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import jax
 import optax
 
 from .. import optim
-from ..pln import PLNData, level0, level1, level2, level3, level4, level5, level6
-from ..pln import trace_pyplnmodels
+from ..pln import PLNData, level0, level1, level2, level3, level4, level5, level6, trace_pyplnmodels
 from ..pln._reference import earliest_stop, pyplnmodels_defaults
 from ..pln.convergence import TOL_WINDOW
-
 
 OUR_START = "init_variational: M = log(Y + 1) - O, S = 1/2"
 """The start of every level (`pln.init_variational`)."""
@@ -62,7 +61,11 @@ class Method:
     def settings(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Every keyword setting of the call: `fit`'s defaults, then `options`, then `extra`."""
         parameters = inspect.signature(self.fit).parameters.values()
-        defaults = {p.name: p.default for p in parameters if p.kind is p.KEYWORD_ONLY and p.default is not p.empty}
+        defaults = {
+            p.name: p.default
+            for p in parameters
+            if p.kind is p.KEYWORD_ONLY and p.default is not p.empty
+        }
         return {**defaults, **self.options, **(extra or {})}
 
     @property
@@ -74,7 +77,9 @@ class Method:
         """The call the benchmark makes, every setting spelled out from the objects themselves,
         e.g. `level5.fit(optimizer=optim.newton_momentum(...), tol=1e-09, monitor_every=1, ...)`."""
         module = self.fit.__module__.rsplit(".", 1)[-1].lstrip("_")
-        settings = ", ".join(f"{name}={_render(value)}" for name, value in self.settings(extra).items())
+        settings = ", ".join(
+            f"{name}={_render(value)}" for name, value in self.settings(extra).items()
+        )
         return f"{module}.{self.fit.__name__}({settings})"
 
     @property
@@ -94,7 +99,9 @@ def stopping_rule(method: Method) -> str:
     tol = method.settings().get("tol")
     if tol is None:
         return "all n_iter steps"
-    return f"mean ELBO change over {TOL_WINDOW} iterations below tol x |ELBO| (tol={tol:g}), or n_iter"
+    return (
+        f"mean ELBO change over {TOL_WINDOW} iterations below tol x |ELBO| (tol={tol:g}), or n_iter"
+    )
 
 
 def method_card(method: Method) -> dict[str, str]:
@@ -107,8 +114,12 @@ def method_card(method: Method) -> dict[str, str]:
     else:
         step = optim.describe(optimizer) if optimizer is not None else "none"
     return {
-        "method": method.name, "objective": method.objective, "gradient": method.gradient,
-        "optimizer and step": step, "start": method.start, "stopping rule": stopping_rule(method),
+        "method": method.name,
+        "objective": method.objective,
+        "gradient": method.gradient,
+        "optimizer and step": step,
+        "start": method.start,
+        "stopping rule": stopping_rule(method),
     }
 
 
@@ -126,7 +137,9 @@ def _one_device_if_uneven(data: PLNData) -> tuple[dict[str, Any], str]:
     n_devices = jax.device_count()
     if data.n_samples % n_devices == 0:
         return {"mesh": level6.sample_mesh(n_devices)}, ""
-    return {"mesh": level6.sample_mesh(1)}, "one device: the samples do not split evenly over all of them"
+    return {
+        "mesh": level6.sample_mesh(1)
+    }, "one device: the samples do not split evenly over all of them"
 
 
 _SHARED_ALGORITHM = (level0, level1, level2, level3, level4)
@@ -137,17 +150,29 @@ METHODS: tuple[Method, ...] = (
     # Levels 0-4 run pyPLNmodels' own algorithm (its Rprop settings, on the gradient of the
     # full ELBO): they differ from it only in how the computation is organised.
     *(
-        Method(f"level {k}", module.fit, {"optimizer": optim.PYPLNMODELS_RPROP}, eager=module is level0, **_FULL)
+        Method(
+            f"level {k}",
+            module.fit,
+            {"optimizer": optim.PYPLNMODELS_RPROP},
+            eager=module is level0,
+            **_FULL,
+        )
         for k, module in enumerate(_SHARED_ALGORITHM)
     ),
     Method("level 5", level5.fit, **_PROFILED),
     Method("level 5 + Newton-Rprop", level5.fit, {"optimizer": level5.NEWTON_RPROP}, **_PROFILED),
     # Levels 5 and 6 run the plain call a user writes: their defaults are the fast path.
-    Method("level 5 + Newton momentum", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM}, **_PROFILED),
+    Method(
+        "level 5 + Newton momentum", level5.fit, {"optimizer": level5.NEWTON_MOMENTUM}, **_PROFILED
+    ),
     Method("level 6", level6.fit, adapt=_one_device_if_uneven, **_PROFILED),
     Method(
-        "pyPLNmodels", trace_pyplnmodels, is_reference=True, objective=_PROFILED["objective"],
-        gradient="autodiff (torch backward)", start=REFERENCE_START,
+        "pyPLNmodels",
+        trace_pyplnmodels,
+        is_reference=True,
+        objective=_PROFILED["objective"],
+        gradient="autodiff (torch backward)",
+        start=REFERENCE_START,
     ),
 )
 """Every method the benchmark can run, in order: levels 0-6 and the reference, pyPLNmodels."""
@@ -174,5 +199,3 @@ def select_methods(names: list[str] | None = None) -> tuple[Method, ...]:
     if unknown:
         raise ValueError(f"unknown methods {sorted(unknown)}; choose from {method_names()}.")
     return tuple(by_name[name] for name in names)
-
-

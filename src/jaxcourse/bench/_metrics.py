@@ -81,7 +81,9 @@ def with_time_to_target(runs: list[MethodRun], target: float) -> list[MethodRun]
     """`runs`, each with the time its curve first came within `target_slack` of `target`."""
     slack = target_slack(target)
     return [
-        run._replace(time_to_target_s=first_time_at_least(run.elbo, run.times_s, target, slack=slack))
+        run._replace(
+            time_to_target_s=first_time_at_least(run.elbo, run.times_s, target, slack=slack)
+        )
         for run in runs
     ]
 
@@ -90,7 +92,9 @@ def _per_floor(run: MethodRun, floor_s: float) -> float:
     return run.per_iteration_s / (run.floor_s or floor_s)
 
 
-def compute_metrics(runs: list[MethodRun], floor_s: float, *, best_known_elbo: float | None = None) -> Metrics:
+def compute_metrics(
+    runs: list[MethodRun], floor_s: float, *, best_known_elbo: float | None = None
+) -> Metrics:
     """P1-P3 and the final-ELBO check from the runs of one benchmark (see `Metrics`).
 
     Args:

@@ -37,7 +37,7 @@ def zero_fractions(data: PLNData) -> np.ndarray:
     return np.mean(np.asarray(data.counts) == 0, axis=0)
 
 
-def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> "pandas.DataFrame":  # noqa: F821
+def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.DataFrame:  # noqa: F821
     """One row per fit of `fits` (name -> final (M, S)) other than `against`: how its B and the
     correlations of its Sigma differ from those of `fits[against]`.
 
@@ -69,8 +69,12 @@ def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> "pandas
                 "max |dB|": float(gap_b[worst]),
                 "at species": worst,
                 "its zeros": float(zeros[worst]),
-                f"mean |dB|, >= {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[many])) if many.any() else float("nan"),
-                f"mean |dB|, < {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[~many])) if (~many).any() else float("nan"),
+                f"mean |dB|, >= {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[many]))
+                if many.any()
+                else float("nan"),
+                f"mean |dB|, < {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[~many]))
+                if (~many).any()
+                else float("nan"),
                 "max |d corr|": float(gap_corr[pair]),
                 "at species pair": f"{pair[0]}, {pair[1]}",
             }

@@ -31,13 +31,17 @@ def _possessive(name: str) -> str:
 
 
 def _reference_owner(results: dict[str, Any]) -> str:
-    """"pyPLNmodels'": the reference's name, possessive."""
+    """ "pyPLNmodels'": the reference's name, possessive."""
     reference = _reference(results)
     return "the reference's" if reference is None else _possessive(reference["name"])
 
 
 def _number(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.3f}"
+    return (
+        "n/a"
+        if value is None or (isinstance(value, float) and math.isnan(value))
+        else f"{value:.3f}"
+    )
 
 
 def summary_line(results: dict[str, Any]) -> str:
@@ -131,8 +135,15 @@ def plot_elbo_vs_time(results: dict[str, Any], ax=None):
         ax.plot(run["times_s"], gap, label=run["name"], **style)
     if results["target_elbo"] is not None:
         target_gap = max(best - results["target_elbo"], GAP_FLOOR_NATS)
-        ax.axhline(target_gap, color="grey", linestyle=":", label=f"{_reference_owner(results)} final ELBO")
-    ax.set(xscale="log", yscale="log", xlabel="wall time (s, compilation excluded)", ylabel="nats below the best ELBO")
+        ax.axhline(
+            target_gap, color="grey", linestyle=":", label=f"{_reference_owner(results)} final ELBO"
+        )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="wall time (s, compilation excluded)",
+        ylabel="nats below the best ELBO",
+    )
     ax.legend(fontsize=8, ncol=2)
     return ax
 
@@ -184,8 +195,12 @@ def summary_markdown(results: dict[str, Any]) -> str:
     reference = _reference(results)
     if reference is not None:
         parts += _target_sentences(metrics, runs.get(metrics["fastest"]), reference)
-    versions = ", ".join(f"{name} {version}" for name, version in results["versions"].items() if name != "jax")
-    parts.append(f"Measured on {env['device']} ({env['backend']}) with jax {env['jax']}, {versions}.")
+    versions = ", ".join(
+        f"{name} {version}" for name, version in results["versions"].items() if name != "jax"
+    )
+    parts.append(
+        f"Measured on {env['device']} ({env['backend']}) with jax {env['jax']}, {versions}."
+    )
     return " ".join(parts)
 
 
@@ -225,11 +240,18 @@ def curves_alt_text(results: dict[str, Any]) -> str:
     if reference is None or results["target_elbo"] is None:
         return text
     owner = _possessive(reference["name"])
-    crossed = sorted((r for r in results["runs"] if r["time_to_target_s"] is not None), key=lambda r: r["time_to_target_s"])
+    crossed = sorted(
+        (r for r in results["runs"] if r["time_to_target_s"] is not None),
+        key=lambda r: r["time_to_target_s"],
+    )
     never = [r["name"] for r in results["runs"] if r["time_to_target_s"] is None]
     text += f" A dotted line marks {owner} final ELBO, {best - results['target_elbo']:.3g} nats below the best."
     if crossed:
-        text += " Curves reaching it, in order: " + "; ".join(f"{r['name']} at {r['time_to_target_s']:.3g} s" for r in crossed) + "."
+        text += (
+            " Curves reaching it, in order: "
+            + "; ".join(f"{r['name']} at {r['time_to_target_s']:.3g} s" for r in crossed)
+            + "."
+        )
     if never:
         text += " Never reaching it: " + ", ".join(never) + "."
     return text

@@ -8,10 +8,10 @@ import jax
 import numpy as np
 
 from ..pln import PLNData, Variational, as_float64, profiled_elbo
+from ..timing import time_call
 from ..tracecount import count_compilations
 from ._fresh import run_fresh
 from ._methods import Method
-from ..timing import time_call
 
 EAGER_MAX_ITER_LARGE = 20
 """An eager method (level 0) runs JAX op by op; above `LARGE_N_SAMPLES` samples it runs only
@@ -76,7 +76,9 @@ def float64_profiled_elbo(data: PLNData, variational) -> float:
         return float(profiled_elbo(as_float64(data), Variational(*as_float64(tuple(variational)))))
 
 
-def iteration_budget(method: Method, data: PLNData, n_iter: int, eager_max_iter: int | None) -> tuple[int, str]:
+def iteration_budget(
+    method: Method, data: PLNData, n_iter: int, eager_max_iter: int | None
+) -> tuple[int, str]:
     """The iterations `method` runs and a note when it gets fewer than `n_iter`: an eager
     method gets at most `eager_max_iter` (by default `EAGER_MAX_ITER_LARGE` on large data)."""
     if not method.eager:
@@ -88,7 +90,13 @@ def iteration_budget(method: Method, data: PLNData, n_iter: int, eager_max_iter:
 
 
 def run_method(
-    method: Method, data: PLNData, n_iter: int, *, repeat: int = 1, eager_max_iter: int | None = None, cold_repeat: int = 0
+    method: Method,
+    data: PLNData,
+    n_iter: int,
+    *,
+    repeat: int = 1,
+    eager_max_iter: int | None = None,
+    cold_repeat: int = 0,
 ) -> MethodRun:
     """Runs `method` on `data` and returns what it measured (no floor, no time to target yet).
 
@@ -106,7 +114,9 @@ def run_method(
     # settings) would otherwise be a cache hit and report a compile time of zero.
     jax.clear_caches()
     with count_compilations() as clock:
-        timing = time_call(method.fit, data, budget, repeat=repeat, warmup=1, name=method.name, **options)
+        timing = time_call(
+            method.fit, data, budget, repeat=repeat, warmup=1, name=method.name, **options
+        )
     result = method.fit(data, budget, **options)
     n_steps = int(result.n_steps)
     # trace[k] is the ELBO before step k; a fit that stopped early (n_steps < budget) also
@@ -147,7 +157,12 @@ def environment_device() -> str:
 
 
 def run_reference(
-    method: Method, data: PLNData, *, repeat: int = 1, cold_repeat: int = 1, torch_threads: int | None = None
+    method: Method,
+    data: PLNData,
+    *,
+    repeat: int = 1,
+    cold_repeat: int = 1,
+    torch_threads: int | None = None,
 ) -> MethodRun:
     """Runs the reference (pyPLNmodels) in `cold_repeat` fresh processes: the first fits
     `1 + repeat` times (its first fit cold, the others warm), the others once (cold).
@@ -158,7 +173,13 @@ def run_reference(
     """
     maxiter = method.settings()["maxiter"]
     runs = [
-        run_fresh("reference", [data], n_iter=maxiter, repeat=1 + repeat if k == 0 else 1, torch_threads=torch_threads)
+        run_fresh(
+            "reference",
+            [data],
+            n_iter=maxiter,
+            repeat=1 + repeat if k == 0 else 1,
+            torch_threads=torch_threads,
+        )
         for k in range(cold_repeat)
     ]
     first = runs[0].fits[0]

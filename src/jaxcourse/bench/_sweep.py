@@ -64,14 +64,18 @@ def run_sweep(
         repeat: warm fits of the method per size.
     """
     if n_covariates < 2:
-        raise ValueError(f"the sweep fits covariates: n_covariates must be at least 2, got {n_covariates}.")
+        raise ValueError(
+            f"the sweep fits covariates: n_covariates must be at least 2, got {n_covariates}."
+        )
     if not sizes:
         raise ValueError("sizes must list at least one (n_samples, n_species).")
     (chosen,) = select_methods([method])
     datasets = sweep_data(sizes, n_covariates=n_covariates, key=key)
     warm_up = simulate(20, 3, key=jax.random.key(0), n_covariates=n_covariates).data
     # The warm-up takes a few steps only: enough to pay torch's first-call costs.
-    reference = run_fresh("reference", [warm_up, *datasets], n_iter=400, maxiter=[5] + [None] * len(datasets)).fits[1:]
+    reference = run_fresh(
+        "reference", [warm_up, *datasets], n_iter=400, maxiter=[5] + [None] * len(datasets)
+    ).fits[1:]
     points = []
     for data, theirs in zip(datasets, reference):
         target = float64_profiled_elbo(data, theirs.variational)
@@ -80,10 +84,17 @@ def run_sweep(
         n, p = data.counts.shape
         points.append(
             SweepPoint(
-                n_samples=n, n_species=p, n_covariates=n_covariates,
-                to_target_s=first_time_at_least(ours.elbo, ours.times_s, target, slack=target_slack(target)),
-                fit_s=ours.run_s, compile_s=ours.compile_s, reference_s=theirs.times_s[0],
-                gap_nats=gap, gap_per_entry=gap / (n * p),
+                n_samples=n,
+                n_species=p,
+                n_covariates=n_covariates,
+                to_target_s=first_time_at_least(
+                    ours.elbo, ours.times_s, target, slack=target_slack(target)
+                ),
+                fit_s=ours.run_s,
+                compile_s=ours.compile_s,
+                reference_s=theirs.times_s[0],
+                gap_nats=gap,
+                gap_per_entry=gap / (n * p),
             )
         )
     return points

@@ -26,7 +26,9 @@ def _data(path: str):
 def _save(path: str, variational) -> None:
     import numpy as np
 
-    np.savez(path, latent_mean=np.asarray(variational[0]), latent_sqrt_var=np.asarray(variational[1]))
+    np.savez(
+        path, latent_mean=np.asarray(variational[0]), latent_sqrt_var=np.asarray(variational[1])
+    )
 
 
 def _timed(call):
@@ -52,7 +54,7 @@ def _jax_jobs(request: dict) -> dict:
         options = {**method.options, **(method.adapt(data)[0] if method.adapt else {})}
 
         def fit():
-            return jax.block_until_ready(method.fit(data, request["n_iter"], **options))
+            return jax.block_until_ready(method.fit(data, request["n_iter"], **options))  # noqa: B023
 
         times, result = zip(*(_timed(fit) for _ in range(request["repeat"])))
         _save(job["out"], result[-1].variational)
@@ -78,7 +80,12 @@ def _reference_jobs(request: dict) -> dict:
         data = _data(job["data"])
         maxiter = job.get("maxiter") or request["n_iter"]
         # End to end: building the model (moving the data to its device) and fitting it.
-        times, traces = zip(*(_timed(lambda: trace_pyplnmodels(data, maxiter=maxiter)) for _ in range(request["repeat"])))
+        times, traces = zip(
+            *(
+                _timed(lambda: trace_pyplnmodels(data, maxiter=maxiter))  # noqa: B023
+                for _ in range(request["repeat"])
+            )
+        )
         trace = traces[-1]
         device = trace.device
         _save(job["out"], trace.variational)

@@ -9,14 +9,14 @@ One private module per picture (`_jit`, `_vmap`, `_pytrees`, `_sharding`, `_coll
 colours, boxes and arrows they share.
 """
 
-from ._jit import jit_pipeline as jit_pipeline
-from ._jit import plot_jit_pipeline as plot_jit_pipeline
-from ._vmap import batching_layout as batching_layout
-from ._vmap import plot_batching as plot_batching
-from ._pytrees import flatten_layout as flatten_layout
-from ._pytrees import plot_flatten as plot_flatten
 from ._collectives import collective_moves as collective_moves
 from ._collectives import plot_collective as plot_collective
+from ._jit import jit_pipeline as jit_pipeline
+from ._jit import plot_jit_pipeline as plot_jit_pipeline
+from ._pytrees import flatten_layout as flatten_layout
+from ._pytrees import plot_flatten as plot_flatten
 from ._sharding import plot_mesh as plot_mesh
 from ._sharding import plot_sharding as plot_sharding
 from ._sharding import shard_blocks as shard_blocks
+from ._vmap import batching_layout as batching_layout
+from ._vmap import plot_batching as plot_batching

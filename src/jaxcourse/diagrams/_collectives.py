@@ -3,8 +3,8 @@ collective, read back from one-hot blocks that the collective moved (or added up
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -29,7 +29,9 @@ def _slots(rows: np.ndarray, blocks: int) -> tuple[frozenset, ...]:
     return tuple(frozenset(divmod(int(k), blocks) for k in np.flatnonzero(row)) for row in rows)
 
 
-def collective_moves(body: Callable, mesh: jax.sharding.Mesh, axis_name: str, *, blocks: int) -> CollectiveMoves:
+def collective_moves(
+    body: Callable, mesh: jax.sharding.Mesh, axis_name: str, *, blocks: int
+) -> CollectiveMoves:
     """Runs `body` (one collective over `axis_name`, acting on axis 0 of a device's block) in a
     `shard_map` over `mesh`, on `blocks` one-hot rows per device, and reads back where each
     row went.
@@ -44,14 +46,18 @@ def collective_moves(body: Callable, mesh: jax.sharding.Mesh, axis_name: str, *,
     result = np.asarray(run(jax.device_put(marked, NamedSharding(mesh, spec))))
     per_device = result.shape[0] // n
     return CollectiveMoves(
-        before=tuple(_slots(np.eye(n * blocks)[d * blocks:(d + 1) * blocks], blocks) for d in range(n)),
-        after=tuple(_slots(result[d * per_device:(d + 1) * per_device], blocks) for d in range(n)),
+        before=tuple(
+            _slots(np.eye(n * blocks)[d * blocks : (d + 1) * blocks], blocks) for d in range(n)
+        ),
+        after=tuple(
+            _slots(result[d * per_device : (d + 1) * per_device], blocks) for d in range(n)
+        ),
     )
 
 
 def _label(slot: frozenset) -> str:
     if len(slot) == 1:
-        (device, block), = slot
+        ((device, block),) = slot
         return f"{device}.{block}"
     blocks = {block for _, block in slot}
     return f"Σ.{blocks.pop()}" if len(blocks) == 1 else "Σ"
@@ -73,12 +79,29 @@ def plot_collective(moves: CollectiveMoves, *, ax=None, title: str = ""):
             for j, slot in enumerate(row):
                 owner = next(iter(slot))[0] if len(slot) == 1 else None
                 color = SHARED_COLOR if owner is None else cell_color(owner)
-                ax.add_patch(Rectangle((offset + j, y), 1, 1, facecolor=color, edgecolor="white", linewidth=1.5))
-                ax.text(offset + j + 0.5, y + 0.5, _label(slot), ha="center", va="center", fontsize=7)
-    ax.annotate("", xy=(width_before + gap - 0.2, n / 2), xytext=(width_before + 0.2, n / 2),
-                arrowprops={"arrowstyle": "->", "color": "#333333"})
+                ax.add_patch(
+                    Rectangle(
+                        (offset + j, y), 1, 1, facecolor=color, edgecolor="white", linewidth=1.5
+                    )
+                )
+                ax.text(
+                    offset + j + 0.5, y + 0.5, _label(slot), ha="center", va="center", fontsize=7
+                )
+    ax.annotate(
+        "",
+        xy=(width_before + gap - 0.2, n / 2),
+        xytext=(width_before + 0.2, n / 2),
+        arrowprops={"arrowstyle": "->", "color": "#333333"},
+    )
     ax.text(width_before / 2, n + 0.15, "before", ha="center", va="bottom", fontsize=8)
-    ax.text(width_before + gap + width_after / 2, n + 0.15, "after", ha="center", va="bottom", fontsize=8)
+    ax.text(
+        width_before + gap + width_after / 2,
+        n + 0.15,
+        "after",
+        ha="center",
+        va="bottom",
+        fontsize=8,
+    )
     ax.set_xlim(-1.6, width_before + gap + width_after + 0.1)
     ax.set_ylim(-0.1, n + 0.7)
     ax.set_title(title, fontsize=9, family="monospace")

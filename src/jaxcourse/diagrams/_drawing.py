@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from typing import Callable
+from collections.abc import Callable
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -43,22 +43,35 @@ def box(ax, center, size, title: str, body: str = "", *, color="white", mono_bod
     (x, y), (width, height) = center, size
     ax.add_patch(
         FancyBboxPatch(
-            (x - width / 2, y - height / 2), width, height,
-            boxstyle="round,pad=0.02,rounding_size=0.08", facecolor=color, edgecolor="#444444", linewidth=1,
+            (x - width / 2, y - height / 2),
+            width,
+            height,
+            boxstyle="round,pad=0.02,rounding_size=0.08",
+            facecolor=color,
+            edgecolor="#444444",
+            linewidth=1,
         )
     )
     top = y + height / 2 - 0.12
     ax.text(x, top, title, ha="center", va="top", fontsize=9, fontweight="bold")
     if body:
         ax.text(
-            x - width / 2 + 0.12 if mono_body else x, top - 0.3, body, ha="left" if mono_body else "center",
-            va="top", fontsize=7 if mono_body else 8, family=MONO if mono_body else None, linespacing=1.3,
+            x - width / 2 + 0.12 if mono_body else x,
+            top - 0.3,
+            body,
+            ha="left" if mono_body else "center",
+            va="top",
+            fontsize=7 if mono_body else 8,
+            family=MONO if mono_body else None,
+            linespacing=1.3,
         )
 
 
 def arrow(ax, start, end, label: str = "", *, label_offset=(0.0, 0.12), color="#333333"):
     """A straight arrow from `start` to `end`, with an optional italic label above its middle."""
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color, linewidth=1.2))
+    ax.add_patch(
+        FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, color=color, linewidth=1.2)
+    )
     if label:
         middle = (np.asarray(start) + np.asarray(end)) / 2 + np.asarray(label_offset)
         ax.text(*middle, label, ha="center", va="bottom", fontsize=7.5, color=color, style="italic")

@@ -4,15 +4,21 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import jax
 
 from .. import hlo
 from ._drawing import arrow, box, new_axes, parameter_names
 
-BOX_COLORS = {"python": "#fde0c5", "trace": "#fff2b3", "jaxpr": "#d4ecd0", "hlo": "#cfe2f3", "run": "#e4d7f0"}
+BOX_COLORS = {
+    "python": "#fde0c5",
+    "trace": "#fff2b3",
+    "jaxpr": "#d4ecd0",
+    "hlo": "#cfe2f3",
+    "run": "#e4d7f0",
+}
 
 
 @dataclass(frozen=True)
@@ -91,16 +97,32 @@ def plot_jit_pipeline(pipeline: JitPipeline, *, ax=None):
         names, args = "...", "\n".join(pipeline.abstract_args)
     else:
         names = ", ".join(pipeline.arg_names)
-        args = "\n".join(f"{name}: {kind}" for name, kind in zip(pipeline.arg_names, pipeline.abstract_args))
+        args = "\n".join(
+            f"{name}: {kind}" for name, kind in zip(pipeline.arg_names, pipeline.abstract_args)
+        )
     row, size, step = 1.2, (1.85, 2.1), 2.5
     jaxpr_head = [line.strip() for line in pipeline.jaxpr_lines[1:-1]]
     compiled = f"{len(pipeline.compiled_ops)} instruction(s)\n{pipeline.fusions} fused kernel(s)"
     stages = [
         ("tracers", f"{args}\n\nshape and dtype,\nno values", "trace", False),
-        ("Python function", f"{pipeline.name}({names})\nruns once;\neach jnp call\nis recorded", "python", False),
-        ("jaxpr", f"{len(pipeline.primitives)} equations\n\n{_excerpt(jaxpr_head, 4, 21)}", "jaxpr", True),
-        ("StableHLO", f"{len(pipeline.stablehlo_ops)} operations\n\n{_first_names(pipeline.stablehlo_ops)}",
-         "hlo", True),
+        (
+            "Python function",
+            f"{pipeline.name}({names})\nruns once;\neach jnp call\nis recorded",
+            "python",
+            False,
+        ),
+        (
+            "jaxpr",
+            f"{len(pipeline.primitives)} equations\n\n{_excerpt(jaxpr_head, 4, 21)}",
+            "jaxpr",
+            True,
+        ),
+        (
+            "StableHLO",
+            f"{len(pipeline.stablehlo_ops)} operations\n\n{_first_names(pipeline.stablehlo_ops)}",
+            "hlo",
+            True,
+        ),
         ("XLA executable", f"{compiled}\n\n{_first_names(pipeline.compiled_ops)}", "run", True),
     ]
     centers = [1.05 + step * k for k in range(len(stages))]
@@ -111,13 +133,33 @@ def plot_jit_pipeline(pipeline: JitPipeline, *, ax=None):
 
     top, edge = 4.6, row + size[1] / 2
     box(ax, (centers[0], top), (2.0, 1.0), "call", f"jit({pipeline.name})({names})")
-    box(ax, (centers[2] - 0.6, top), (3.2, 1.0), "cache lookup",
-         "key: argument shapes and dtypes,\nstatic arguments, the function", color="#f4f4f4")
-    box(ax, (centers[-1], top), (2.0, 1.0), "run", "the stored\nexecutable", color=BOX_COLORS["run"])
+    box(
+        ax,
+        (centers[2] - 0.6, top),
+        (3.2, 1.0),
+        "cache lookup",
+        "key: argument shapes and dtypes,\nstatic arguments, the function",
+        color="#f4f4f4",
+    )
+    box(
+        ax, (centers[-1], top), (2.0, 1.0), "run", "the stored\nexecutable", color=BOX_COLORS["run"]
+    )
     arrow(ax, (centers[0] + 1.0, top), (centers[2] - 2.2, top))
     hit, miss = "#2a7a2a", "#b03a2e"
-    arrow(ax, (centers[2] + 1.0, top), (centers[-1] - 1.0, top), "hit: no tracing, no compiling", color=hit)
-    arrow(ax, (centers[2] - 1.6, top - 0.5), (centers[0] + 0.4, edge), "miss", label_offset=(0.45, -0.1),
-           color=miss)
+    arrow(
+        ax,
+        (centers[2] + 1.0, top),
+        (centers[-1] - 1.0, top),
+        "hit: no tracing, no compiling",
+        color=hit,
+    )
+    arrow(
+        ax,
+        (centers[2] - 1.6, top - 0.5),
+        (centers[0] + 0.4, edge),
+        "miss",
+        label_offset=(0.45, -0.1),
+        color=miss,
+    )
     arrow(ax, (centers[-1], edge), (centers[-1], top - 0.5), "store", label_offset=(-0.35, -0.1))
     return ax

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import itertools
 import textwrap
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import jax
 import numpy as np
@@ -23,7 +24,7 @@ class TreeNode:
     label: str
     leaf_index: int | None = None
     aux: Any = None
-    children: tuple[tuple[str, "TreeNode"], ...] = ()
+    children: tuple[tuple[str, TreeNode], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,11 @@ class FlattenLayout:
 
 def _leaf_label(leaf) -> str:
     if isinstance(leaf, (jax.Array, np.ndarray)):
-        return str(jax.typeof(leaf)) if isinstance(leaf, jax.Array) else f"{leaf.dtype}{list(leaf.shape)}"
+        return (
+            str(jax.typeof(leaf))
+            if isinstance(leaf, jax.Array)
+            else f"{leaf.dtype}{list(leaf.shape)}"
+        )
     return textwrap.shorten(repr(leaf), 14, placeholder="…")
 
 
@@ -55,7 +60,10 @@ def _tree_node(tree, leaf_numbers: Iterator[int]) -> TreeNode:
         "container",
         node_type.__name__,
         aux=aux,
-        children=tuple((jax.tree_util.keystr(path), _tree_node(child, leaf_numbers)) for path, child in children),
+        children=tuple(
+            (jax.tree_util.keystr(path), _tree_node(child, leaf_numbers))
+            for path, child in children
+        ),
     )
 
 
@@ -64,7 +72,9 @@ def flatten_layout(tree) -> FlattenLayout:
     data each container keeps in the treedef, and the treedef itself."""
     leaves, treedef = jax.tree.flatten(tree)
     root = _tree_node(tree, itertools.count())
-    return FlattenLayout(root=root, leaves=tuple(_leaf_label(leaf) for leaf in leaves), treedef=str(treedef))
+    return FlattenLayout(
+        root=root, leaves=tuple(_leaf_label(leaf) for leaf in leaves), treedef=str(treedef)
+    )
 
 
 def _place(node: TreeNode, depth: int, next_x: list[float], positions: list) -> float:
@@ -96,8 +106,18 @@ def _node_style(node: TreeNode) -> tuple[str, tuple | str, str]:
 
 
 def _leaf_box(ax, xy, text: str, color, **style):
-    ax.text(*xy, text, va="center", fontsize=8, family=MONO, linespacing=1.1,
-            bbox=dict(boxstyle="round,pad=0.3", facecolor=color, edgecolor=style.pop("edge", "#444444")), **style)
+    ax.text(
+        *xy,
+        text,
+        va="center",
+        fontsize=8,
+        family=MONO,
+        linespacing=1.1,
+        bbox=dict(
+            boxstyle="round,pad=0.3", facecolor=color, edgecolor=style.pop("edge", "#444444")
+        ),
+        **style,
+    )
 
 
 def plot_flatten(layout: FlattenLayout, *, ax=None):
@@ -113,27 +133,69 @@ def plot_flatten(layout: FlattenLayout, *, ax=None):
         y = top - depth * TREE_DEPTH
         for key, child in node.children:
             child_x, child_y = xs[id(child)], y - TREE_DEPTH
-            ax.plot([x, child_x], [y - 0.22, child_y + 0.22], color="#888888", linewidth=1, zorder=0)
-            ax.text(x + 0.55 * (child_x - x), y - 0.55 * TREE_DEPTH, key, fontsize=7.5, family=MONO,
-                    ha="center", va="center", backgroundcolor="white")
+            ax.plot(
+                [x, child_x], [y - 0.22, child_y + 0.22], color="#888888", linewidth=1, zorder=0
+            )
+            ax.text(
+                x + 0.55 * (child_x - x),
+                y - 0.55 * TREE_DEPTH,
+                key,
+                fontsize=7.5,
+                family=MONO,
+                ha="center",
+                va="center",
+                backgroundcolor="white",
+            )
         text, color, edge = _node_style(node)
         _leaf_box(ax, (x, y), text, color, edge=edge, ha="center")
         if node.aux is not None:
-            ax.text(x + 0.4, y + 0.12, _aux_text(node.aux), ha="left", va="bottom", fontsize=7.5, color="#555555")
+            ax.text(
+                x + 0.4,
+                y + 0.12,
+                _aux_text(node.aux),
+                ha="left",
+                va="bottom",
+                fontsize=7.5,
+                color="#555555",
+            )
     bottom = top - TREE_DEPTH * max(depth for *_, depth in positions)
     width = max(x for _, x, _ in positions) + 0.9
     right = width + 2.9
-    ax.text(right, top + 0.3, "leaves: a list, in flattening order", fontsize=9, fontweight="bold", va="bottom")
+    ax.text(
+        right,
+        top + 0.3,
+        "leaves: a list, in flattening order",
+        fontsize=9,
+        fontweight="bold",
+        va="bottom",
+    )
     for index, label in enumerate(layout.leaves):
-        _leaf_box(ax, (right, top - 0.45 * index), f"{index}: {label}", light(index_color(index)), ha="left")
+        _leaf_box(
+            ax,
+            (right, top - 0.45 * index),
+            f"{index}: {label}",
+            light(index_color(index)),
+            ha="left",
+        )
     treedef_top = top - 0.45 * len(layout.leaves) - 0.3
-    ax.text(right, treedef_top, "treedef: the structure, * for each leaf;\ncontainers keep their aux data",
-            fontsize=9, fontweight="bold", va="top")
+    ax.text(
+        right,
+        treedef_top,
+        "treedef: the structure, * for each leaf;\ncontainers keep their aux data",
+        fontsize=9,
+        fontweight="bold",
+        va="top",
+    )
     treedef = "\n".join(textwrap.wrap(layout.treedef, 46))
     ax.text(right, treedef_top - 0.7, treedef, fontsize=8, family=MONO, va="top")
     arrow(ax, (width, top - 0.2), (right - 0.25, top - 0.2), "jax.tree.flatten")
-    arrow(ax, (right - 0.25, treedef_top - 0.9), (width, treedef_top - 0.9),
-           "jax.tree.unflatten(treedef, leaves)", label_offset=(0.0, -0.4))
+    arrow(
+        ax,
+        (right - 0.25, treedef_top - 0.9),
+        (width, treedef_top - 0.9),
+        "jax.tree.unflatten(treedef, leaves)",
+        label_offset=(0.0, -0.4),
+    )
     ax.set_xlim(-0.8, right + 4.8)
     ax.set_ylim(min(bottom, treedef_top - 1.6) - 0.4, top + 0.8)
     return ax

@@ -3,8 +3,8 @@ mesh of devices."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import jax
 import numpy as np
@@ -29,7 +29,9 @@ def _sharding_and_shape(x, shape):
         return x, tuple(shape)
     if isinstance(x, jax.Array):
         return x.sharding, x.shape if shape is None else tuple(shape)
-    raise TypeError(f"shard_blocks takes a jax.Array or a jax.sharding.Sharding, got {type(x).__name__}")
+    raise TypeError(
+        f"shard_blocks takes a jax.Array or a jax.sharding.Sharding, got {type(x).__name__}"
+    )
 
 
 def shard_blocks(x, *, shape: Sequence[int] | None = None) -> list[ShardBlock]:
@@ -51,7 +53,9 @@ def shard_blocks(x, *, shape: Sequence[int] | None = None) -> list[ShardBlock]:
         index = (slice(None), *index) if len(shape) == 1 else index
         bounds = tuple(piece.indices(size)[:2] for piece, size in zip(index, grid_shape))
         holders.setdefault(bounds, []).append(device.id)
-    return [ShardBlock(rows, cols, tuple(sorted(ids))) for (rows, cols), ids in sorted(holders.items())]
+    return [
+        ShardBlock(rows, cols, tuple(sorted(ids))) for (rows, cols), ids in sorted(holders.items())
+    ]
 
 
 def _mesh_text(mesh) -> str:
@@ -77,7 +81,9 @@ def plot_sharding(x, *, shape: Sequence[int] | None = None, ax=None, title: str 
         single = len(block.device_ids) == 1
         color = cell_color(block.device_ids[0]) if single else SHARED_COLOR
         ax.add_patch(
-            Rectangle((c0, n_rows - r1), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", linewidth=2)
+            Rectangle(
+                (c0, n_rows - r1), c1 - c0, r1 - r0, facecolor=color, edgecolor="white", linewidth=2
+            )
         )
         ids = ", ".join(map(str, block.device_ids))
         label = f"device {ids}" if single else f"copies on\ndevices {ids}"
@@ -85,9 +91,13 @@ def plot_sharding(x, *, shape: Sequence[int] | None = None, ax=None, title: str 
             label += f"\nrows {r0}:{r1}\ncols {c0}:{c1}"
         else:
             label += f"\n[{c0}:{c1}]"
-        ax.text((c0 + c1) / 2, n_rows - (r0 + r1) / 2, label, ha="center", va="center", fontsize=7.5)
+        ax.text(
+            (c0 + c1) / 2, n_rows - (r0 + r1) / 2, label, ha="center", va="center", fontsize=7.5
+        )
         if not single:
-            _device_chips(ax, (c0, n_rows - r0), block.device_ids, size=(0.05 * n_cols, 0.06 * n_rows))
+            _device_chips(
+                ax, (c0, n_rows - r0), block.device_ids, size=(0.05 * n_cols, 0.06 * n_rows)
+            )
     ax.set_xlim(0, n_cols)
     ax.set_ylim(0, n_rows)
     ax.set_title(title or _describe_sharding(sharding, tuple(shape)), fontsize=8.5)
@@ -100,8 +110,16 @@ def _device_chips(ax, corner, device_ids: Sequence[int], *, size: tuple[float, f
     width, height = size
     for k, device_id in enumerate(device_ids):
         chip_corner = (corner[0] + 0.3 * width + 1.2 * width * k, corner[1] - 1.3 * height)
-        ax.add_patch(Rectangle(chip_corner, width, height,
-                               facecolor=cell_color(device_id), edgecolor="white", linewidth=0.5))
+        ax.add_patch(
+            Rectangle(
+                chip_corner,
+                width,
+                height,
+                facecolor=cell_color(device_id),
+                edgecolor="white",
+                linewidth=0.5,
+            )
+        )
 
 
 def plot_mesh(mesh: jax.sharding.Mesh, *, ax=None):
@@ -116,13 +134,40 @@ def plot_mesh(mesh: jax.sharding.Mesh, *, ax=None):
     grid = devices.reshape(-1, 1) if devices.ndim == 1 else devices
     n_rows, n_cols = grid.shape
     for (i, j), device in np.ndenumerate(grid):
-        ax.add_patch(Rectangle((j, n_rows - i - 1), 1, 1, facecolor=cell_color(device.id),
-                               edgecolor="white", linewidth=2))
-        ax.text(j + 0.5, n_rows - i - 0.5, f"device\n{device.id}", ha="center", va="center", fontsize=8)
+        ax.add_patch(
+            Rectangle(
+                (j, n_rows - i - 1),
+                1,
+                1,
+                facecolor=cell_color(device.id),
+                edgecolor="white",
+                linewidth=2,
+            )
+        )
+        ax.text(
+            j + 0.5, n_rows - i - 0.5, f"device\n{device.id}", ha="center", va="center", fontsize=8
+        )
     names = mesh.axis_names
-    ax.text(-0.15, n_rows / 2, f"{names[0]} →", rotation=270, ha="right", va="center", fontsize=9, family=MONO)
+    ax.text(
+        -0.15,
+        n_rows / 2,
+        f"{names[0]} →",
+        rotation=270,
+        ha="right",
+        va="center",
+        fontsize=9,
+        family=MONO,
+    )
     if len(names) == 2:
-        ax.text(n_cols / 2, n_rows + 0.1, f"{names[1]} →", ha="center", va="bottom", fontsize=9, family=MONO)
+        ax.text(
+            n_cols / 2,
+            n_rows + 0.1,
+            f"{names[1]} →",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            family=MONO,
+        )
     ax.set_xlim(-0.6, n_cols + 0.1)
     ax.set_ylim(-0.1, n_rows + 0.6)
     ax.set_aspect("equal")

@@ -3,8 +3,8 @@ call sees, how the outputs stack."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import jax
 import numpy as np
@@ -32,8 +32,12 @@ def _axis_per_argument(in_axes, n_args: int) -> tuple[int | None, ...]:
     axes = tuple(in_axes) if isinstance(in_axes, (tuple, list)) else (in_axes,) * n_args
     if len(axes) != n_args:
         raise ValueError(f"in_axes has {len(axes)} entries for {n_args} arguments")
-    if any(axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)) for axis in axes):
-        raise TypeError(f"batching_layout draws an int or None per argument, got in_axes={in_axes!r}")
+    if any(
+        axis is not None and (isinstance(axis, bool) or not isinstance(axis, int)) for axis in axes
+    ):
+        raise TypeError(
+            f"batching_layout draws an int or None per argument, got in_axes={in_axes!r}"
+        )
     return axes
 
 
@@ -58,12 +62,21 @@ def batching_layout(
     if any(array.ndim > 2 for array in arrays):
         raise ValueError("batching_layout draws arguments of at most 2 dimensions")
     if all(axis is None for axis in axes):
-        raise ValueError("batching_layout needs at least one mapped argument (an in_axes entry that is not None)")
+        raise ValueError(
+            "batching_layout needs at least one mapped argument (an in_axes entry that is not None)"
+        )
     out = jax.vmap(fun, in_axes=axes, out_axes=out_axes)(*arrays)
     if not isinstance(out, jax.Array) or out.ndim > 2:
-        raise ValueError("batching_layout draws functions that return one array of at most 2 dimensions")
-    slices = [array if axis is None else jax.numpy.take(array, 0, axis=axis) for array, axis in zip(arrays, axes)]
-    names = names or parameter_names(fun, len(arrays)) or tuple(f"arg{i}" for i in range(len(arrays)))
+        raise ValueError(
+            "batching_layout draws functions that return one array of at most 2 dimensions"
+        )
+    slices = [
+        array if axis is None else jax.numpy.take(array, 0, axis=axis)
+        for array, axis in zip(arrays, axes)
+    ]
+    names = (
+        names or parameter_names(fun, len(arrays)) or tuple(f"arg{i}" for i in range(len(arrays)))
+    )
     return BatchingLayout(
         name=getattr(fun, "__name__", "f"),
         names=tuple(names),
@@ -84,10 +97,16 @@ def _cells(ax, corner, colors: np.ndarray) -> tuple[float, float]:
     """Draws a grid of cells with their top-left corner at `corner`, one colour per cell
     (`colors` has shape (rows, cols, 3 or 4)). Returns the grid's width and height."""
     rows, cols = colors.shape[:2]
-    for (i, j) in np.ndindex(rows, cols):
+    for i, j in np.ndindex(rows, cols):
         ax.add_patch(
-            Rectangle((corner[0] + j * CELL, corner[1] - (i + 1) * CELL), CELL, CELL,
-                      facecolor=colors[i, j], edgecolor="white", linewidth=1.5)
+            Rectangle(
+                (corner[0] + j * CELL, corner[1] - (i + 1) * CELL),
+                CELL,
+                CELL,
+                facecolor=colors[i, j],
+                edgecolor="white",
+                linewidth=1.5,
+            )
         )
     return cols * CELL, rows * CELL
 
@@ -95,7 +114,9 @@ def _cells(ax, corner, colors: np.ndarray) -> tuple[float, float]:
 def _labelled_cells(ax, corner, colors: np.ndarray, label: str, **text_style):
     """`_cells`, with `label` just above the grid's top-left corner."""
     _cells(ax, corner, colors)
-    ax.text(corner[0], corner[1] + 0.06, label, fontsize=8, va="bottom", linespacing=1.2, **text_style)
+    ax.text(
+        corner[0], corner[1] + 0.06, label, fontsize=8, va="bottom", linespacing=1.2, **text_style
+    )
 
 
 def _batch_colors(shape: tuple[int, ...], axis: int | None, *, column: bool = False) -> np.ndarray:
@@ -127,7 +148,11 @@ def _first_slice(shape: tuple[int, ...], axis: int | None, *, column: bool) -> n
 def _slice_text(name: str, axis: int | None, ndim: int) -> str:
     if axis is None:
         return name
-    return f"{name}[" + ", ".join("i" if k == axis else ":" for k in range(ndim)).removesuffix(", :") + "]"
+    return (
+        f"{name}["
+        + ", ".join("i" if k == axis else ":" for k in range(ndim)).removesuffix(", :")
+        + "]"
+    )
 
 
 def plot_batching(layout: BatchingLayout, *, ax=None, title: str | None = None):
@@ -147,7 +172,9 @@ def plot_batching(layout: BatchingLayout, *, ax=None, title: str | None = None):
     left = max(colors.shape[1] * CELL for colors in inputs)
     middle = max(left + 1.3, 3.0)
     y = height
-    for name, shape, axis, colors, piece in zip(layout.names, layout.in_shapes, layout.in_axes, inputs, pieces):
+    for name, shape, axis, colors, piece in zip(
+        layout.names, layout.in_shapes, layout.in_axes, inputs, pieces
+    ):
         how = "shared: in_axes None" if axis is None else f"in_axes {axis}"
         _labelled_cells(ax, (0.0, y), colors, f"{name} {shape_text(shape)}\n{how}")
         _labelled_cells(ax, (middle, y), piece, _slice_text(name, axis, len(shape)), family=MONO)
@@ -156,11 +183,17 @@ def plot_batching(layout: BatchingLayout, *, ax=None, title: str | None = None):
     arrow(ax, (left + 0.15, center), (middle - 0.2, center), "slice i")
 
     piece_end = middle + max(piece.shape[1] * CELL for piece in pieces)
-    out_piece = _first_slice(layout.slice_out_shape, 0, column=layout.out_axis == 1 and len(layout.out_shape) == 2)
+    out_piece = _first_slice(
+        layout.slice_out_shape, 0, column=layout.out_axis == 1 and len(layout.out_shape) == 2
+    )
     result_x = piece_end + 1.5
     arrow(ax, (piece_end + 0.15, center), (result_x - 0.2, center), layout.name)
-    _labelled_cells(ax, (result_x, center + out_piece.shape[0] * CELL / 2), out_piece,
-                    f"result i\n{shape_text(layout.slice_out_shape)}")
+    _labelled_cells(
+        ax,
+        (result_x, center + out_piece.shape[0] * CELL / 2),
+        out_piece,
+        f"result i\n{shape_text(layout.slice_out_shape)}",
+    )
     calls = f"one call per i = 0, …, {layout.batch_size - 1}\n(traced once, not a loop)"
     ax.text((middle + result_x) / 2, -0.1, calls, ha="center", va="top", fontsize=8, style="italic")
 
@@ -168,8 +201,12 @@ def plot_batching(layout: BatchingLayout, *, ax=None, title: str | None = None):
     out_x = result_end + 1.3
     arrow(ax, (result_end + 0.15, center), (out_x - 0.2, center), "stack")
     output = _batch_colors(layout.out_shape, layout.out_axis)
-    _labelled_cells(ax, (out_x, center + output.shape[0] * CELL / 2), output,
-                    f"output {shape_text(layout.out_shape)}\nout_axes {layout.out_axis}")
+    _labelled_cells(
+        ax,
+        (out_x, center + output.shape[0] * CELL / 2),
+        output,
+        f"output {shape_text(layout.out_shape)}\nout_axes {layout.out_axis}",
+    )
     ax.set_xlim(-0.1, out_x + max(output.shape[1] * CELL, 1.4) + 0.1)
     ax.set_ylim(-0.75, height + 0.65)
     ax.set_aspect("equal")

@@ -6,7 +6,7 @@ which the numbers alone cannot show.
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import jax
 import jax.extend.core
@@ -19,7 +19,9 @@ def traced_program(answer, *args, what: str, hints: tuple = (), **make_jaxpr_opt
     traced through `call_answer`: an answer that cannot be called so, or that JAX cannot trace,
     gets a hint instead of crashing the checker."""
     require_accepts(answer, *args, what=what)
-    return call_answer(lambda *a: jax.make_jaxpr(answer, **make_jaxpr_options)(*a), *args, what=what, hints=hints)
+    return call_answer(
+        lambda *a: jax.make_jaxpr(answer, **make_jaxpr_options)(*a), *args, what=what, hints=hints
+    )
 
 
 def inner_jaxprs(eqn) -> list:
@@ -63,7 +65,9 @@ def uses_of(jaxpr, var) -> list[str]:
                 continue
             nested = [inner for inner in inner_jaxprs(eqn) if len(inner.invars) == len(eqn.invars)]
             if nested:
-                uses.extend(use for inner in nested for use in uses_of(inner, inner.invars[position]))
+                uses.extend(
+                    use for inner in nested for use in uses_of(inner, inner.invars[position])
+                )
             else:
                 uses.append(eqn.primitive.name)
     return uses

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, call_answer, close, describe, exercise_checker, require, require_array
+from ..checks import (
+    CheckFailed,
+    call_answer,
+    close,
+    describe,
+    exercise_checker,
+    require,
+    require_array,
+)
 from ._jaxpr import equations, primitive_names, traced_program
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -22,7 +30,11 @@ def _regression_cases() -> list[tuple[dict, np.ndarray, np.ndarray, str]]:
     """(params, x, y, description): random data, an exact fit (zero gradient), one sample, d = 1."""
     rng = np.random.default_rng(15)
     cases = []
-    for n, d, description in ((6, 3, "6 samples, 3 features"), (1, 2, "a single sample"), (5, 1, "one feature")):
+    for n, d, description in (
+        (6, 3, "6 samples, 3 features"),
+        (1, 2, "a single sample"),
+        (5, 1, "one feature"),
+    ):
         x = rng.normal(size=(n, d)).astype(np.float32)
         params = {"w": rng.normal(size=d).astype(np.float32), "b": np.float32(rng.normal())}
         cases.append((params, x, rng.normal(size=n).astype(np.float32), description))
@@ -83,7 +95,7 @@ def check_loss_and_grad(loss_and_grad: Callable) -> None:
         calls = []
 
         def predict(params, x):
-            calls.append(1)
+            calls.append(1)  # noqa: B023
             return _linear_predict(params, x)
 
         args = (jax.tree.map(jnp.asarray, params), jnp.asarray(x), jnp.asarray(y))
@@ -103,7 +115,10 @@ def check_loss_and_grad(loss_and_grad: Callable) -> None:
             )
             require(False, f"{how}, the loss should be {expected_loss:.5f}, got {float(loss):.5f}.")
         if not close(grads, expected_grads, rtol=1e-4, atol=1e-5):
-            require(False, f"{how}, the gradient is wrong: it should be the gradient of the loss you return.")
+            require(
+                False,
+                f"{how}, the gradient is wrong: it should be the gradient of the loss you return.",
+            )
         require(
             len(calls) == 1,
             f"{how}, predict ran {len(calls)} times for one call of loss_and_grad: compute the predictions "
@@ -113,7 +128,12 @@ def check_loss_and_grad(loss_and_grad: Callable) -> None:
         compiled = call_answer(jitted, *args, what="jax.jit(loss_and_grad)")
         _require_aux_structure(compiled, params, x.shape[0], f"{how}, under jax.jit")
         require(
-            close(compiled, ((expected_loss, expected_predictions), expected_grads), rtol=1e-4, atol=1e-5),
+            close(
+                compiled,
+                ((expected_loss, expected_predictions), expected_grads),
+                rtol=1e-4,
+                atol=1e-5,
+            ),
             f"{how}, jax.jit(loss_and_grad) disagrees with the eager call.",
         )
 
@@ -126,7 +146,9 @@ def _hvp_functions() -> dict[str, Callable]:
     return {
         "sum(log cosh x) + (sum x)^2": lambda x: jnp.sum(jnp.log(jnp.cosh(x))) + jnp.sum(x) ** 2,
         "log-sum-exp": lambda x: jax.nn.logsumexp(x),
-        "a Rosenbrock valley": lambda x: jnp.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2),
+        "a Rosenbrock valley": lambda x: jnp.sum(
+            100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2
+        ),
     }
 
 
@@ -168,16 +190,24 @@ def check_hvp(hvp: Callable) -> None:
                     f"{how}, you returned grad(f)(x) * v, first derivatives: H v is the derivative of "
                     "grad(f) in the direction v, jax.jvp(jax.grad(f), (x,), (v,))[1].",
                 )
-                require(False, f"{how}, H v should be {np.round(expected, 4).tolist()}, got {np.round(actual, 4).tolist()}.")
+                require(
+                    False,
+                    f"{how}, H v should be {np.round(expected, 4).tolist()}, got {np.round(actual, 4).tolist()}.",
+                )
             compiled = call_answer(jitted, x, v, what="jax.jit(hvp)")
-            require(close(compiled, expected, rtol=1e-3, atol=1e-3), f"{how}, jax.jit(hvp) disagrees with the eager call.")
+            require(
+                close(compiled, expected, rtol=1e-3, atol=1e-3),
+                f"{how}, jax.jit(hvp) disagrees with the eager call.",
+            )
     big = 64
     f = _hvp_functions()["sum(log cosh x) + (sum x)^2"]
     x, v = jnp.linspace(-1.0, 1.0, big), jnp.ones(big)
     try:
         jaxpr = jax.make_jaxpr(lambda x, v: hvp(f, x, v))(x, v)
     except Exception as error:  # the eager calls above worked: say what tracing changed
-        raise CheckFailed(f"hvp ran eagerly but could not be traced ({type(error).__name__}): keep it a pure JAX function.") from error
+        raise CheckFailed(
+            f"hvp ran eagerly but could not be traced ({type(error).__name__}): keep it a pure JAX function."
+        ) from error
     require(
         not _square_shaped(jaxpr, big),
         f"the values are right, but for n = {big} your program builds a ({big}, {big}) array, the "
@@ -231,7 +261,11 @@ def check_exprel(exprel: Callable) -> None:
         f"wrong values at x = {points.tolist()}: expected {np.round(_exprel64(points), 6).tolist()}, got "
         f"{np.round(values, 6).tolist()}. Use jnp.expm1(x) / x, accurate near 0, not (jnp.exp(x) - 1) / x.",
     )
-    _, tangent = call_answer(lambda x: jax.jvp(exprel, (x,), (jnp.float32(3.0),)), jnp.float32(0.5), what="jax.jvp(exprel)")
+    _, tangent = call_answer(
+        lambda x: jax.jvp(exprel, (x,), (jnp.float32(3.0),)),
+        jnp.float32(0.5),
+        what="jax.jvp(exprel)",
+    )
     require(
         close(tangent, 3.0 * _exprel_derivative64(0.5), rtol=1e-3, atol=0),
         "jax.jvp(exprel, (0.5,), (3.0,)) should be 3 times the derivative: the tangent output of a "
@@ -270,8 +304,14 @@ def check_exprel(exprel: Callable) -> None:
         f"wrong derivatives: expected {np.round(expected, 5).tolist()} at x = {points.tolist()}, got "
         f"{np.round(derivatives, 5).tolist()}.",
     )
-    batched = call_answer(jax.jit(jax.vmap(jax.grad(exprel))), jnp.asarray(points), what="jax.jit(jax.vmap(jax.grad(exprel)))")
-    batched = require_array(batched, points.shape, "jax.jit(jax.vmap(jax.grad(exprel)))(x)", "one derivative per entry")
+    batched = call_answer(
+        jax.jit(jax.vmap(jax.grad(exprel))),
+        jnp.asarray(points),
+        what="jax.jit(jax.vmap(jax.grad(exprel)))",
+    )
+    batched = require_array(
+        batched, points.shape, "jax.jit(jax.vmap(jax.grad(exprel)))(x)", "one derivative per entry"
+    )
     require(
         close(batched, expected, rtol=1e-3, atol=0),
         "the derivatives are right one by one, but wrong under jax.jit(jax.vmap(...)): use jnp.where, "
@@ -334,16 +374,28 @@ def check_jacobian_rows(jacobian_rows: Callable) -> None:
         n = x.shape[0]
         for k in counts:
             cotangents = rng.normal(size=(k, m)).astype(np.float32)
-            expected = cotangents.astype(np.float64) @ np.asarray(jax.jacrev(f)(jnp.asarray(x)), np.float64)
+            expected = cotangents.astype(np.float64) @ np.asarray(
+                jax.jacrev(f)(jnp.asarray(x)), np.float64
+            )
             counted, calls = _counted(f)
-            result = call_answer(jacobian_rows, counted, jnp.asarray(x), jnp.asarray(cotangents), what="jacobian_rows")
+            result = call_answer(
+                jacobian_rows,
+                counted,
+                jnp.asarray(x),
+                jnp.asarray(cotangents),
+                what="jacobian_rows",
+            )
             require(
                 not (isinstance(result, tuple) and len(result) == 1),
                 "you returned a tuple of one array: the backward function of jax.vjp returns one "
                 "cotangent per argument of f, as a tuple. Take its [0] inside the vmapped function.",
             )
-            result = require_array(result, (k, n), f"jacobian_rows on {description} with {k} cotangent(s)",
-                                   "one row per cotangent, one column per input of f: (k, n)")
+            result = require_array(
+                result,
+                (k, n),
+                f"jacobian_rows on {description} with {k} cotangent(s)",
+                "one row per cotangent, one column per input of f: (k, n)",
+            )
             require(
                 close(result, expected, rtol=1e-4, atol=1e-5),
                 f"on {description}, row i should be cotangents[i] @ J(x); expected "
@@ -356,14 +408,23 @@ def check_jacobian_rows(jacobian_rows: Callable) -> None:
                 "the cotangents.",
             )
         jitted = jax.jit(lambda x, u, f=f: jacobian_rows(f, x, u))
-        compiled = call_answer(jitted, jnp.asarray(x), jnp.asarray(cotangents), what="jax.jit(jacobian_rows)")
-        require(close(compiled, expected, rtol=1e-4, atol=1e-5), "jax.jit(jacobian_rows) disagrees with the eager call.")
+        compiled = call_answer(
+            jitted, jnp.asarray(x), jnp.asarray(cotangents), what="jax.jit(jacobian_rows)"
+        )
+        require(
+            close(compiled, expected, rtol=1e-4, atol=1e-5),
+            "jax.jit(jacobian_rows) disagrees with the eager call.",
+        )
     description, f, x, m = _JACOBIAN_CASES[0]
     n = x.shape[0]
     sizes = {}
     for k in (2, 6):
-        jaxpr = traced_program(lambda x, u: jacobian_rows(f, x, u), jnp.asarray(x), jnp.ones((k, m), jnp.float32),
-                               what="jacobian_rows")
+        jaxpr = traced_program(
+            lambda x, u: jacobian_rows(f, x, u),
+            jnp.asarray(x),
+            jnp.ones((k, m), jnp.float32),
+            what="jacobian_rows",
+        )
         shapes = _shapes(jaxpr)
         require(
             (m, n) not in shapes and (n, m) not in shapes and (m, m) not in shapes,

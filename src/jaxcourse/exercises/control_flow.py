@@ -26,9 +26,15 @@ TOL, MAX_ITER = 1e-6, 50
 
 _HORNER_CASES = (
     (np.array([2.0, -3.0, 0.5, 1.0], np.float32), np.array([-1.5, 0.0, 0.7, 2.0], np.float32)),
-    (np.array([1.0, 0.0, -2.0, 0.0, 3.0, -1.0], np.float32), np.linspace(-1, 1, 7, dtype=np.float32)),
+    (
+        np.array([1.0, 0.0, -2.0, 0.0, 3.0, -1.0], np.float32),
+        np.linspace(-1, 1, 7, dtype=np.float32),
+    ),
     (np.array([4.0], np.float32), np.array([3.0, -2.0], np.float32)),  # a constant: one coefficient
-    (np.array([0.0, 0.0, 1.5], np.float32), np.array([0.0, 5.0], np.float32)),  # leading zeros, x = 0
+    (
+        np.array([0.0, 0.0, 1.5], np.float32),
+        np.array([0.0, 5.0], np.float32),
+    ),  # leading zeros, x = 0
 )
 
 
@@ -38,8 +44,12 @@ def check_horner(horner) -> None:
     loop (fori_loop), eagerly and under jit."""
     for coeffs, x in _HORNER_CASES:
         expected = np.polyval(coeffs.astype(np.float64), x.astype(np.float64))
-        for how, actual in call_eager_and_jitted(horner, jnp.asarray(coeffs), jnp.asarray(x), what="horner"):
-            actual = require_array(actual, x.shape, what=f"horner{how}", expected="one value per entry of x")
+        for how, actual in call_eager_and_jitted(
+            horner, jnp.asarray(coeffs), jnp.asarray(x), what="horner"
+        ):
+            actual = require_array(
+                actual, x.shape, what=f"horner{how}", expected="one value per entry of x"
+            )
             if close(actual, expected, rtol=1e-5, atol=1e-5):
                 continue
             reversed_ = np.polyval(coeffs[::-1].astype(np.float64), x.astype(np.float64))
@@ -54,7 +64,9 @@ def check_horner(horner) -> None:
                 f"{expected.round(4).tolist()}, got {actual.round(4).tolist()}. Does the loop visit every "
                 "coefficient, from i = 0 to len(coeffs) - 1, computing result * x + coeffs[i]?",
             )
-    names = primitive_names(traced_program(horner, *map(jnp.asarray, _HORNER_CASES[1]), what="horner"))
+    names = primitive_names(
+        traced_program(horner, *map(jnp.asarray, _HORNER_CASES[1]), what="horner")
+    )
     require(
         "scan" in names or "while" in names or "polynomial" not in names,
         "the values are right, but you called a library routine: jnp.polyval traces to one "
@@ -111,37 +123,53 @@ def _ewma_hint(actual: np.ndarray, xs: np.ndarray, alpha: float, expected: np.nd
     gap = np.isnan(xs)
     started = ~np.isnan(expected)
     if len(xs) > 1 and _same(actual[1:], expected[:-1]):
-        return ("the outputs lag one step behind: at step t, emit the updated average s_t, not the "
-                "carry you received (s_{t-1}).")
+        return (
+            "the outputs lag one step behind: at step t, emit the updated average s_t, not the "
+            "carry you received (s_{t-1})."
+        )
     if _same(actual, _ewma_reference(xs, alpha, swap=True)):
         return "alpha weighs the new observation: s_t = alpha * x_t + (1 - alpha) * s_{t-1}."
     held = gap & started
     if np.isnan(actual[held]).any() and _same(actual[~held], expected[~held]):
-        return ("at a gap the average should hold its last value (the value at the step before); "
-                "you return NaN there.")
+        return (
+            "at a gap the average should hold its last value (the value at the step before); "
+            "you return NaN there."
+        )
     if np.isnan(actual[started]).any():
         first = int(np.flatnonzero(started & np.isnan(actual))[0])
         if gap[0] and np.isnan(actual).all():
-            return ("the series starts with a gap and every value you return is NaN: the average "
-                    "cannot start from xs[0] when xs[0] is missing. It starts at the first reading, "
-                    "wherever that is, so the carry must be able to say 'nothing seen yet'.")
-        return (f"your average is NaN at step {first}, after the first reading: a gap (NaN) must not "
-                "poison the average. At a gap, keep the carry unchanged (jnp.where on jnp.isnan(x)); "
-                "an arithmetic update with a NaN reading gives NaN forever after.")
+            return (
+                "the series starts with a gap and every value you return is NaN: the average "
+                "cannot start from xs[0] when xs[0] is missing. It starts at the first reading, "
+                "wherever that is, so the carry must be able to say 'nothing seen yet'."
+            )
+        return (
+            f"your average is NaN at step {first}, after the first reading: a gap (NaN) must not "
+            "poison the average. At a gap, keep the carry unchanged (jnp.where on jnp.isnan(x)); "
+            "an arithmetic update with a NaN reading gives NaN forever after."
+        )
     if not np.isnan(actual[~started]).all():
-        return ("before the first reading there is nothing to average: the values there should be "
-                "NaN, not a number (is a gap read as 0, or is the carry started at 0?).")
+        return (
+            "before the first reading there is nothing to average: the values there should be "
+            "NaN, not a number (is a gap read as 0, or is the carry started at 0?)."
+        )
     if _same(actual, _plain_ewma(np.nan_to_num(xs), alpha)) or _same(
         actual, _ewma_reference(np.where(gap & started, 0.0, xs), alpha)
     ):
-        return ("a gap is not a reading of 0: replacing NaN by 0 pulls the average towards 0. At a gap, "
-                "keep the last average.")
+        return (
+            "a gap is not a reading of 0: replacing NaN by 0 pulls the average towards 0. At a gap, "
+            "keep the last average."
+        )
     if not _same(actual[held], expected[held]):
-        return ("at a gap the average should hold its last value (the value at the step before), "
-                "and it does not.")
-    return (f"at the readings your values differ from the moving average of the readings with the gaps "
-            f"removed: expected {np.round(expected[:6], 4).tolist()} at the start, got "
-            f"{np.round(actual[:6], 4).tolist()}.")
+        return (
+            "at a gap the average should hold its last value (the value at the step before), "
+            "and it does not."
+        )
+    return (
+        f"at the readings your values differ from the moving average of the readings with the gaps "
+        f"removed: expected {np.round(expected[:6], 4).tolist()} at the start, got "
+        f"{np.round(actual[:6], 4).tolist()}."
+    )
 
 
 def _ewma_cases() -> list[tuple[np.ndarray, float]]:
@@ -157,9 +185,14 @@ def _ewma_cases() -> list[tuple[np.ndarray, float]]:
     trailing[30:] = np.nan
     nothing = np.full(6, np.nan, np.float32)
     return [
-        (series, 0.3), (series[:1], 0.5),
-        (gappy, 0.3), (gappy, 0.0), (trailing, 0.5),
-        (leading, 0.3), (leading, 1.0), (nothing, 0.5),
+        (series, 0.3),
+        (series[:1], 0.5),
+        (gappy, 0.3),
+        (gappy, 0.0),
+        (trailing, 0.5),
+        (leading, 0.3),
+        (leading, 1.0),
+        (nothing, 0.5),
     ]
 
 
@@ -173,24 +206,35 @@ def check_ewma(ewma) -> None:
     reading; checked by these properties eagerly and under jit (alpha traced), for a scan in the
     jaxpr and for a program whose size does not grow with the series."""
     short, long = (jnp.asarray(_EWMA_CASES[2][0][:n]) for n in (8, 40))
-    programs = [primitive_names(traced_program(ewma, xs, jnp.float32(0.5), what="ewma")) for xs in (short, long)]
+    programs = [
+        primitive_names(traced_program(ewma, xs, jnp.float32(0.5), what="ewma"))
+        for xs in (short, long)
+    ]
     names, sizes = programs[1], [len(program) for program in programs]
     require(
         "scan" in names and sizes[0] == sizes[1],
         "the loop is unrolled at trace time: the jaxpr "
-        + ("contains no scan" if "scan" not in names else f"grows with the series ({sizes[0]} equations for 8 values, {sizes[1]} for 40)")
+        + (
+            "contains no scan"
+            if "scan" not in names
+            else f"grows with the series ({sizes[0]} equations for 8 values, {sizes[1]} for 40)"
+        )
         + ". Write the step once and let jax.lax.scan run it over xs.",
     )
     for xs, alpha in _EWMA_CASES:
         expected = _ewma_reference(xs, alpha)
-        for how, actual in call_eager_and_jitted(ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"):
+        for how, actual in call_eager_and_jitted(
+            ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"
+        ):
             require(
                 not (isinstance(actual, (tuple, list)) and len(actual) == 2),
                 "you returned a pair, probably lax.scan's (final carry, ys): return only the stacked "
                 f"outputs, one smoothed value per input (shape {xs.shape}).",
             )
             actual = require_array(
-                actual, xs.shape, what=f"ewma{how}",
+                actual,
+                xs.shape,
+                what=f"ewma{how}",
                 expected="one smoothed value per input: the stacked outputs of lax.scan, not only the final carry",
             )
             gaps = int(np.isnan(xs).sum())
@@ -234,7 +278,9 @@ def check_soft_ramp(soft_ramp) -> None:
             )
     for x in _SOFT_RAMP_POINTS:
         expected_value, expected_slope = _soft_ramp_reference(x)
-        actual_slope = float(call_answer(slope, jnp.float32(x), what="jax.jit(jax.grad(soft_ramp))"))
+        actual_slope = float(
+            call_answer(slope, jnp.float32(x), what="jax.jit(jax.grad(soft_ramp))")
+        )
         require(
             not math.isnan(actual_slope),
             f"the gradient at x={x} is NaN. jnp.where evaluates every branch, and the derivative of "
@@ -302,8 +348,12 @@ def _kepler_pair(result, how: str):
         f"of Newton steps taken; got {type(result).__name__}"
         + (f" of {len(result)} items." if isinstance(result, (tuple, list)) else "."),
     )
-    anomaly = require_array(result[0], (), what=f"E{how}", expected="the eccentric anomaly, a scalar")
-    n_iter = require_array(result[1], (), what=f"n_iter{how}", expected="the number of steps, a scalar")
+    anomaly = require_array(
+        result[0], (), what=f"E{how}", expected="the eccentric anomaly, a scalar"
+    )
+    n_iter = require_array(
+        result[1], (), what=f"n_iter{how}", expected="the number of steps, a scalar"
+    )
     return float(anomaly), int(n_iter)
 
 
@@ -313,7 +363,9 @@ def check_kepler(solve_kepler) -> None:
     is below TOL or after MAX_ITER steps; the exact count is checked, eagerly and under jit."""
     jaxpr = traced_program(solve_kepler, jnp.float32(1.0), jnp.float32(0.5), what="solve_kepler")
     for mean, ecc, steps in _KEPLER_CASES:
-        for how, result in call_eager_and_jitted(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
+        for how, result in call_eager_and_jitted(
+            solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"
+        ):
             anomaly, n_iter = _kepler_pair(result, how)
             residual = anomaly - ecc * math.sin(anomaly) - mean
             require(
@@ -325,15 +377,20 @@ def check_kepler(solve_kepler) -> None:
                 n_iter == steps,
                 f"for M={mean:.3f}, e={ecc}{how} Newton's method takes exactly {steps} steps until "
                 f"|step| < TOL, and you report {n_iter}"
-                + (": off by one. Start the counter at 0 and add 1 in each step." if abs(n_iter - steps) == 1
-                   else ". Stop as soon as |step| < TOL, and count every step in the carry."),
+                + (
+                    ": off by one. Start the counter at 0 and add 1 in each step."
+                    if abs(n_iter - steps) == 1
+                    else ". Stop as soon as |step| < TOL, and count every step in the carry."
+                ),
             )
     require(
         "while" in primitive_names(jaxpr),
         "the answers are right, but the jaxpr contains no while loop: the number of Newton steps should depend on the data, "
         "which is what lax.while_loop(cond, body, init) is for.",
     )
-    cond_jaxpr = next(eqn for eqn in equations(jaxpr) if eqn.primitive.name == "while").params["cond_jaxpr"]
+    cond_jaxpr = next(eqn for eqn in equations(jaxpr) if eqn.primitive.name == "while").params[
+        "cond_jaxpr"
+    ]
     require(
         {float(MAX_ITER), float(MAX_ITER - 1)} & _literals(cond_jaxpr),
         f"the loop's condition never compares with MAX_ITER = {MAX_ITER}: without that cap, a case "
@@ -341,7 +398,9 @@ def check_kepler(solve_kepler) -> None:
         "(jnp.abs(step) > TOL) & (n_iter < MAX_ITER).",
     )
     mean, ecc = _NOT_CONVERGING
-    for how, result in call_eager_and_jitted(solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"):
+    for how, result in call_eager_and_jitted(
+        solve_kepler, jnp.float32(mean), jnp.float32(ecc), what="solve_kepler"
+    ):
         _, n_iter = _kepler_pair(result, how)
         require(
             n_iter == MAX_ITER,
@@ -363,7 +422,15 @@ def _root64(mean: float, ecc: float) -> float:
     return anomaly
 
 
-_KEPLER_GRADIENT_CASES = ((0.0, 0.9), (0.0, 0.0), (0.5, 0.2), (1.0, 0.5), (2.5, 0.9), (4.0, 0.7), (5.9, 0.5))
+_KEPLER_GRADIENT_CASES = (
+    (0.0, 0.9),
+    (0.0, 0.0),
+    (0.5, 0.2),
+    (1.0, 0.5),
+    (2.5, 0.9),
+    (4.0, 0.7),
+    (5.9, 0.5),
+)
 """(M, e): M = 0 with e = 0.9 is the steepest point (dE/dM = 10), e = 0 the flattest (dE/dM = 1)."""
 
 _THROUGH_THE_LOOP = (
@@ -387,7 +454,9 @@ def _check_kepler_gradient(solve_kepler) -> None:
     slope = jax.grad(anomaly_of)
     hints = ((ValueError, "Reverse-mode differentiation does not work", _THROUGH_THE_LOOP),)
     primal = traced_program(anomaly_of, jnp.float32(1.0), jnp.float32(0.5), what="solve_kepler")
-    backward = traced_program(slope, jnp.float32(1.0), jnp.float32(0.5), what="jax.grad of E in M", hints=hints)
+    backward = traced_program(
+        slope, jnp.float32(1.0), jnp.float32(0.5), what="jax.grad of E in M", hints=hints
+    )
     require(
         _loops(backward) <= _loops(primal),
         f"jax.grad of E runs {_loops(backward)} loops where E alone needs "
@@ -395,12 +464,23 @@ def _check_kepler_gradient(solve_kepler) -> None:
         "forward mode through the while_loop). The derivative of a root needs no iterations: "
         "use the implicit function theorem at the root (jax.lax.custom_root).",
     )
-    runs = [("", slope, _KEPLER_GRADIENT_CASES[:3]), (" under jax.jit", jax.jit(slope), _KEPLER_GRADIENT_CASES)]
+    runs = [
+        ("", slope, _KEPLER_GRADIENT_CASES[:3]),
+        (" under jax.jit", jax.jit(slope), _KEPLER_GRADIENT_CASES),
+    ]
     for how, gradient, cases in runs:
         for mean, ecc in cases:
             actual = require_array(
-                call_answer(gradient, jnp.float32(mean), jnp.float32(ecc), what=f"jax.grad of E in M{how}", hints=hints),
-                (), what=f"dE/dM{how}", expected="a scalar",
+                call_answer(
+                    gradient,
+                    jnp.float32(mean),
+                    jnp.float32(ecc),
+                    what=f"jax.grad of E in M{how}",
+                    hints=hints,
+                ),
+                (),
+                what=f"dE/dM{how}",
+                expected="a scalar",
             )
             step = 1e-5
             expected = (_root64(mean + step, ecc) - _root64(mean - step, ecc)) / (2 * step)

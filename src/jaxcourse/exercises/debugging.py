@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -32,13 +32,33 @@ _JAX_RERUN_NOTE = "Calling the de-optimized version"
 
 _NAN_CASES = [
     # (description, function, input, the primitive that makes the first NaN or None)
-    ("sum(log(x - 1)) at x = 0.5", lambda x: jnp.sum(jnp.log(x - 1.0) * 2.0), [2.0, 0.5, 3.0], "log"),
-    ("jit(mean(sqrt(x) + 1)) at x = -1", jax.jit(lambda x: jnp.mean(jnp.sqrt(x) + 1.0)), [4.0, -1.0], "sqrt"),
+    (
+        "sum(log(x - 1)) at x = 0.5",
+        lambda x: jnp.sum(jnp.log(x - 1.0) * 2.0),
+        [2.0, 0.5, 3.0],
+        "log",
+    ),
+    (
+        "jit(mean(sqrt(x) + 1)) at x = -1",
+        jax.jit(lambda x: jnp.mean(jnp.sqrt(x) + 1.0)),
+        [4.0, -1.0],
+        "sqrt",
+    ),
     ("sum(1 / x) at x = 0, inf but no NaN", lambda x: jnp.sum(1.0 / x), [0.0, 1.0], None),
     ("sum(exp(x)), no NaN", lambda x: jnp.sum(jnp.exp(x)), [0.0, 1.0], None),
-    ("log(x) * 0, where the NaN survives the product", lambda x: jnp.sum(jnp.log(x) * 0.0), [-2.0, 1.0], "log"),
+    (
+        "log(x) * 0, where the NaN survives the product",
+        lambda x: jnp.sum(jnp.log(x) * 0.0),
+        [-2.0, 1.0],
+        "log",
+    ),
     ("0 / 0", lambda x: jnp.sum((x - x) / (x - x)), [1.0, 2.0], "div"),
-    ("sum(1 / x) - sum(1 / x) at x = 0: inf first, then inf - inf", lambda x: jnp.sum(1.0 / x) - jnp.sum(1.0 / x), [0.0, 1.0], "sub"),
+    (
+        "sum(1 / x) - sum(1 / x) at x = 0: inf first, then inf - inf",
+        lambda x: jnp.sum(1.0 / x) - jnp.sum(1.0 / x),
+        [0.0, 1.0],
+        "sub",
+    ),
 ]
 
 
@@ -53,7 +73,12 @@ def _ask_nan_source(nan_source: Callable, fn, x, case: str):
     finally:
         jax.config.update("jax_debug_nans", was_on)
         # JAX prints a line each time it re-runs a jitted function to find a NaN; keep the rest.
-        print("".join(line for line in printed.getvalue().splitlines(True) if _JAX_RERUN_NOTE not in line), end="")
+        print(
+            "".join(
+                line for line in printed.getvalue().splitlines(True) if _JAX_RERUN_NOTE not in line
+            ),
+            end="",
+        )
     require(
         not left_on or was_on,
         f"after nan_source returned (on {case}), jax_debug_nans was still on: every later operation "
@@ -128,12 +153,18 @@ def check_normalise_weights(normalise_weights: Callable) -> None:
     for case, (weights, valid) in cases.items():
         w = jnp.asarray(weights, jnp.float32)
         error, result = call_answer(
-            checked, w, what="normalise_weights under jax.jit(checkify.checkify(...))", hints=_PYTHON_CHECK_HINTS
+            checked,
+            w,
+            what="normalise_weights under jax.jit(checkify.checkify(...))",
+            hints=_PYTHON_CHECK_HINTS,
         )
         message = error.get()
         if valid:
             result = require_array(
-                result, w.shape, what="normalise_weights(w)", expected="w / sum(w), one weight per entry of w"
+                result,
+                w.shape,
+                what="normalise_weights(w)",
+                expected="w / sum(w), one weight per entry of w",
             )
             require(
                 message is None,
@@ -167,11 +198,16 @@ def check_shift_counts(shift_counts: Callable) -> None:
     ]
     for counts, shift in cases:
         expected = counts.astype(np.int64) + shift
-        results = call_eager_and_jitted(shift_counts, jnp.asarray(counts), shift, what="shift_counts")
+        results = call_eager_and_jitted(
+            shift_counts, jnp.asarray(counts), shift, what="shift_counts"
+        )
         for how, result in results:
             case = f"{counts.dtype} counts {counts.tolist()} and shift {shift} ({how.strip() or 'eagerly'})"
             result = require_array(
-                result, counts.shape, what=f"shift_counts on {case}", expected="counts + shift, one per count"
+                result,
+                counts.shape,
+                what=f"shift_counts on {case}",
+                expected="counts + shift, one per count",
             )
             dtype = result.dtype
             require(

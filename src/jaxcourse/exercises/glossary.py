@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -19,9 +20,15 @@ class _Layer(NamedTuple):
 def _trees() -> dict[str, object]:
     return {
         "a dict with an array, None, a Python float and a Python int": {
-            "w": jnp.ones((3, 2)), "b": None, "scale": 0.5, "steps": 3,
+            "w": jnp.ones((3, 2)),
+            "b": None,
+            "scale": 0.5,
+            "steps": 3,
         },
-        "a tuple of a float16 array and a boolean NumPy array": (jnp.ones(4, jnp.float16), np.ones(2, bool)),
+        "a tuple of a float16 array and a boolean NumPy array": (
+            jnp.ones(4, jnp.float16),
+            np.ones(2, bool),
+        ),
         "a NamedTuple layer": _Layer(jnp.zeros((2, 2)), jnp.zeros(2)),
         "a single array": jnp.arange(5),
     }
@@ -81,4 +88,6 @@ def check_abstract_tree(abstract_tree: Callable) -> None:
         try:  # what abstract values are for: compiling without data
             jax.jit(lambda t: jax.tree.map(lambda v: v * 2, t)).lower(answer)
         except (TypeError, ValueError) as error:
-            raise CheckFailed(f"for {case}, jit could not lower a function for your answer: {error}") from None
+            raise CheckFailed(
+                f"for {case}, jit could not lower a function for your answer: {error}"
+            ) from None

@@ -5,16 +5,23 @@ from __future__ import annotations
 import itertools
 import numbers
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import CheckFailed, call_answer, close, exercise_checker, require, require_array, require_callable
+from ..checks import (
+    CheckFailed,
+    call_answer,
+    close,
+    exercise_checker,
+    require,
+    require_array,
+    require_callable,
+)
 from ..tracecount import count_compilations
-
 
 # Exercise 1 ------------------------------------------------------------------------------------
 
@@ -55,12 +62,16 @@ def check_apply_boundary(apply_boundary: Callable) -> None:
     for u, left, right in _apply_boundary_cases():
         expected = _apply_boundary_reference(u, left, right)
         for how, fn in (("", apply_boundary), (" under jax.jit", jax.jit(apply_boundary))):
-            actual = call_answer(fn, jnp.asarray(u), left, right, what=f"apply_boundary{how}", hints=_IMMUTABLE_HINTS)
+            actual = call_answer(
+                fn, jnp.asarray(u), left, right, what=f"apply_boundary{how}", hints=_IMMUTABLE_HINTS
+            )
             require(
                 actual is not None,
                 "apply_boundary must return the new array (.at[] returns a copy; it does not modify u).",
             )
-            actual = require_array(actual, u.shape, what=f"apply_boundary{how}", expected="the updated copy of u")
+            actual = require_array(
+                actual, u.shape, what=f"apply_boundary{how}", expected="the updated copy of u"
+            )
             require(
                 close(actual[[0, -1]], expected[[0, -1]]),
                 f"the end values should be left={left} and right={right}, got {actual[0]:.3f} and {actual[-1]:.3f}.",
@@ -72,8 +83,11 @@ def check_apply_boundary(apply_boundary: Callable) -> None:
                 "the interior u[1:-1] is unchanged: it should be halved, with u = u.at[1:-1].multiply(0.5). "
                 "Remember that .at[] returns a new array, which you must keep.",
             )
-            require(False, f"the interior values are wrong for u = {np.round(u, 3).tolist()}: expected "
-                    f"{np.round(expected[1:-1], 3).tolist()}, got {np.round(actual[1:-1], 3).tolist()}.")
+            require(
+                False,
+                f"the interior values are wrong for u = {np.round(u, 3).tolist()}: expected "
+                f"{np.round(expected[1:-1], 3).tolist()}, got {np.round(actual[1:-1], 3).tolist()}.",
+            )
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
@@ -85,7 +99,7 @@ class _PendingResult:
     def __init__(self, ready_at: float):
         self._ready_at = ready_at
 
-    def block_until_ready(self) -> "_PendingResult":
+    def block_until_ready(self) -> _PendingResult:
         delay = self._ready_at - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -130,8 +144,10 @@ def _unit_hint(seconds: float, run_s: float) -> str | None:
     """A hint when `seconds` is a plausible timing of `run_s` seconds in another unit."""
     for unit, factor in (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9)):
         if 0.9 * run_s * factor <= seconds <= 1.7 * run_s * factor:
-            return (f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s} s. "
-                    f"Return seconds, as time.perf_counter() differences are (do not multiply by {factor:g}).")
+            return (
+                f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s} s. "
+                f"Return seconds, as time.perf_counter() differences are (do not multiply by {factor:g})."
+            )
     return None
 
 
@@ -141,8 +157,13 @@ def check_time_blocked(time_blocked: Callable) -> None:
     require_callable(time_blocked, "time_blocked")
     compile_s, run_s = 0.25, 0.1
     simulated = _SimulatedJit(compile_s, run_s)
-    seconds = _seconds(call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked")
-    require(simulated.calls >= 2, "call fn once before starting the clock (a warm-up), then time a second call.")
+    seconds = _seconds(
+        call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked"
+    )
+    require(
+        simulated.calls >= 2,
+        "call fn once before starting the clock (a warm-up), then time a second call.",
+    )
     unit_hint = _unit_hint(seconds, run_s)
     require(unit_hint is None, unit_hint or "")
     require(
@@ -161,7 +182,9 @@ def check_time_blocked(time_blocked: Callable) -> None:
         f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when the "
         "clock started: block on the warm-up's result too.",
     )
-    real = call_answer(time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked")
+    real = call_answer(
+        time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked"
+    )
     require(
         isinstance(real, numbers.Real) and 0 < float(real) < 10,
         f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
@@ -201,10 +224,15 @@ def check_shrink_path(shrink_path: Callable) -> None:
             result = call_answer(shrink_path, jnp.asarray(x), thresholds, what="shrink_path")
         expected = np.stack([_soft_threshold_reference(x, t) for t in thresholds])
         stacked = require_array(
-            _stack(result, len(thresholds)), expected.shape, what="shrink_path",
+            _stack(result, len(thresholds)),
+            expected.shape,
+            what="shrink_path",
             expected=f"one array of shape {x.shape} per threshold, in a list or stacked",
         )
-        require(close(stacked, expected, rtol=1e-5, atol=1e-6), f"wrong values for thresholds {thresholds}.")
+        require(
+            close(stacked, expected, rtol=1e-5, atol=1e-6),
+            f"wrong values for thresholds {thresholds}.",
+        )
     require(
         again.compiles == 0,
         f"called again with 3 new thresholds, your function compiled {again.compiles} new programs. A "
@@ -270,7 +298,10 @@ def check_precompile(precompile: Callable) -> None:
     traces, runs = [], []
     fn = _served_function(traces, runs)
     serve = call_answer(precompile, fn, SERVED_SHAPES, jnp.float32, what="precompile")
-    require(callable(serve), f"precompile should return a function serve(x), got {type(serve).__name__}.")
+    require(
+        callable(serve),
+        f"precompile should return a function serve(x), got {type(serve).__name__}.",
+    )
     require(
         sorted(traces) == sorted(SERVED_SHAPES),
         f"precompile should trace fn once for each of {list(SERVED_SHAPES)} before it returns; it traced it "
@@ -285,21 +316,31 @@ def check_precompile(precompile: Callable) -> None:
     rng = np.random.default_rng(5)
     for shape in SERVED_SHAPES:
         x = rng.normal(size=shape).astype(np.float32)
-        x_device = jnp.asarray(x)  # outside the count: putting data on the device is not serve's doing
+        x_device = jnp.asarray(
+            x
+        )  # outside the count: putting data on the device is not serve's doing
         with count_compilations() as count:
             values = call_answer(serve, x_device, what=f"serve (shape {shape})")
-        require(count.traces == 0 and count.compiles == 0,
-                f"serve traced or compiled at call time for shape {shape}: call the executable compiled "
-                "ahead for it, not jax.jit(fn).")
-        require(close(values, np.cumsum(np.cos(x) * 2.0, axis=-1), rtol=1e-5, atol=1e-5),
-                f"serve gives wrong values for shape {shape}: run the executable compiled for that shape.")
+        require(
+            count.traces == 0 and count.compiles == 0,
+            f"serve traced or compiled at call time for shape {shape}: call the executable compiled "
+            "ahead for it, not jax.jit(fn).",
+        )
+        require(
+            close(values, np.cumsum(np.cos(x) * 2.0, axis=-1), rtol=1e-5, atol=1e-5),
+            f"serve gives wrong values for shape {shape}: run the executable compiled for that shape.",
+        )
     _require_value_error(
-        serve, jnp.ones(5, jnp.float32), "(5,)",
+        serve,
+        jnp.ones(5, jnp.float32),
+        "(5,)",
         "Look the executable up by the input's shape and dtype, and raise ValueError naming the shape "
         "when there is none.",
     )
     _require_value_error(
-        serve, jnp.ones(4, jnp.int32), "int32",
+        serve,
+        jnp.ones(4, jnp.int32),
+        "int32",
         "An executable is compiled for one shape AND one dtype: key your executables on both, "
         "(x.shape, x.dtype), and raise ValueError naming the dtype too.",
     )
@@ -351,7 +392,9 @@ def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
     exp_expected = is_close(float(jax.jit(_exp_minus_one_sum)(tiny)), 1_000 * np.expm1(1e-8))
 
     def ask(case: str, fn, x, **rtol) -> bool:
-        answer = call_answer(partial(agrees_with_float64, **rtol), fn, x, what="agrees_with_float64")
+        answer = call_answer(
+            partial(agrees_with_float64, **rtol), fn, x, what="agrees_with_float64"
+        )
         return _as_bool(answer, case)
 
     right = ask("a function jit computes correctly", log_reduction, spread)
@@ -366,8 +409,12 @@ def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
         "your function says True for a function whose jitted value is 0.1 % too large (its eager value "
         "is right): compare jax.jit(fn)(x), not fn(x) called eagerly, with the float64 reference.",
     )
-    large_ok = ask("a sum of 1e6 that jit gets wrong by 1", _wrong_under_jit(1.0), jnp.full(1_000, 1_000.0))
-    small_ok = ask("a sum of 1e-3 that jit gets wrong by 5e-5", _wrong_under_jit(5e-5), jnp.full(1_000, 1e-6))
+    large_ok = ask(
+        "a sum of 1e6 that jit gets wrong by 1", _wrong_under_jit(1.0), jnp.full(1_000, 1_000.0)
+    )
+    small_ok = ask(
+        "a sum of 1e-3 that jit gets wrong by 5e-5", _wrong_under_jit(5e-5), jnp.full(1_000, 1e-6)
+    )
     require(
         large_ok and not small_ok,
         f"the tolerance must be relative to the reference: an error of 1 on a sum of 1e6 is 1e-6 of it "

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -28,11 +28,14 @@ def _forms_determinant(answer: Callable, *args) -> bool:
     """True when the answer's program computes a determinant or a product of many numbers."""
     jaxpr = traced_program(answer, *args, what="log_det_and_trace")
     return any(
-        eqn.primitive.name == "reduce_prod" or eqn.params.get("name") == "det" for eqn in equations(jaxpr)
+        eqn.primitive.name == "reduce_prod" or eqn.params.get("name") == "det"
+        for eqn in equations(jaxpr)
     )
 
 
-def _pair(answer: Callable, covariance: jax.Array, scatter: jax.Array, how: str) -> tuple[float, float]:
+def _pair(
+    answer: Callable, covariance: jax.Array, scatter: jax.Array, how: str
+) -> tuple[float, float]:
     call = jax.jit(answer) if how == "under jit" else answer
     got = call_answer(call, covariance, scatter, what=f"log_det_and_trace ({how})")
     require(
@@ -41,7 +44,11 @@ def _pair(answer: Callable, covariance: jax.Array, scatter: jax.Array, how: str)
         f"got {type(got).__name__}.",
     )
     log_det, trace = (
-        float(require_array(value, (), what=f"log_det_and_trace ({how}), {name}", expected="one number"))
+        float(
+            require_array(
+                value, (), what=f"log_det_and_trace ({how}), {name}", expected="one number"
+            )
+        )
         for value, name in zip(got, ("first entry", "second entry"))
     )
     return log_det, trace
@@ -115,10 +122,17 @@ def check_log_det_and_trace(log_det_and_trace: Callable) -> None:
     """`log_det_and_trace(covariance, scatter)` must return (log det Sigma, tr(Sigma^-1 scatter))
     for SPD float32 matrices from 1x1 up to 114x114, eagerly and under jit, from one Cholesky
     factor: no determinant formed, no LU decomposition, one `cholesky` in the program."""
-    require(callable(log_det_and_trace), "pass the function itself: check_log_det_and_trace(log_det_and_trace).")
+    require(
+        callable(log_det_and_trace),
+        "pass the function itself: check_log_det_and_trace(log_det_and_trace).",
+    )
     for index, (p, scale) in enumerate(LOG_DET_CASES):
-        if index == 2:  # the small cases passed: read the method (tracing only) before the large ones
-            args = tuple(jnp.asarray(_spd_matrix(114, 1.0, seed), dtype=jnp.float32) for seed in (0, 1))
+        if (
+            index == 2
+        ):  # the small cases passed: read the method (tracing only) before the large ones
+            args = tuple(
+                jnp.asarray(_spd_matrix(114, 1.0, seed), dtype=jnp.float32) for seed in (0, 1)
+            )
             require(
                 not _forms_determinant(log_det_and_trace, *args),
                 "your program computes a determinant or a product of the diagonal, which over- or "
@@ -165,13 +179,18 @@ def _require_scaled_elbo(got, data, variational, factor: float, how: str) -> Non
     if close(got, expected, rtol=1e-4, atol=1e-3):
         return
     at = f"at factor {factor} ({how})"
-    require(not close(got, -expected, rtol=1e-4, atol=1e-3), f"{at} you returned minus the ELBO: return pln.elbo itself.")
+    require(
+        not close(got, -expected, rtol=1e-4, atol=1e-3),
+        f"{at} you returned minus the ELBO: return pln.elbo itself.",
+    )
     require(
         not close(got, _scaled_elbo(data, variational, 1.0 / factor), rtol=1e-4, atol=1e-3),
         f"{at} you scaled the covariance by 1 / factor: multiply Sigma itself by the factor.",
     )
     require(
-        not close(got, _scaled_elbo(data, variational, factor, coef_factor=factor), rtol=1e-4, atol=1e-3),
+        not close(
+            got, _scaled_elbo(data, variational, factor, coef_factor=factor), rtol=1e-4, atol=1e-3
+        ),
         f"{at} you scaled the coefficients B too: keep B at its closed form, scale only Sigma.",
     )
     require(
@@ -191,9 +210,13 @@ def check_scaled_covariance_elbo(elbo_at_scaled_covariance: Callable) -> None:
     jitted = jax.jit(elbo_at_scaled_covariance)  # call_answer reports a failure in it
     for data, variational in _problems():
         for factor in FACTORS:
-            got = call_answer(elbo_at_scaled_covariance, data, variational, factor, what="your function")
+            got = call_answer(
+                elbo_at_scaled_covariance, data, variational, factor, what="your function"
+            )
             got = require_array(got, (), what="your function", expected="the ELBO, one number")
             _require_scaled_elbo(got, data, variational, factor, "eagerly")
             got = call_answer(jitted, data, variational, factor, what="your function under jax.jit")
-            got = require_array(got, (), what="your function under jax.jit", expected="the ELBO, one number")
+            got = require_array(
+                got, (), what="your function under jax.jit", expected="the ELBO, one number"
+            )
             _require_scaled_elbo(got, data, variational, factor, "under jit")

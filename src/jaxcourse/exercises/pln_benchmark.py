@@ -14,7 +14,9 @@ from ._jaxpr import primitive_names, traced_program
 @exercise_checker("time to reach a target ELBO")
 def check_time_to_target(time_to_target):
     """`time_to_target(elbo, times, target)`: the first time the trace reaches `target`, or None."""
-    require(callable(time_to_target), "pass the function itself: check_time_to_target(time_to_target).")
+    require(
+        callable(time_to_target), "pass the function itself: check_time_to_target(time_to_target)."
+    )
     elbo = np.array([-9.0, -5.0, -6.0, -2.0, -1.0, -3.0])
     times = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
     cases = [(-5.5, 1.0), (-5.0, 1.0), (-2.5, 2.0), (-1.0, 2.5), (-9.5, 0.5)]
@@ -24,7 +26,9 @@ def check_time_to_target(time_to_target):
             got is None or (not isinstance(got, (tuple, list, dict, str)) and np.ndim(got) == 0),
             f"return one time (a number) or None; got {type(got).__name__}.",
         )
-        require(got is not None, f"for target {target} you returned None, but the trace reaches it.")
+        require(
+            got is not None, f"for target {target} you returned None, but the trace reaches it."
+        )
         require(
             not (isinstance(got, (int, np.integer)) and float(got) != expected),
             f"for target {target} you returned {got}: that looks like an index; return the time "
@@ -46,7 +50,9 @@ def _small_problem(seed: int = 3, n: int = 25, p: int = 4, n_covariates: int = 2
 
     data = simulate(n, p, key=jax.random.key(seed), n_covariates=n_covariates).data
     start = init_variational(data)
-    wobble = 0.2 * jnp.cos(jnp.arange(start.latent_mean.size, dtype=jnp.float32)).reshape(start.latent_mean.shape)
+    wobble = 0.2 * jnp.cos(jnp.arange(start.latent_mean.size, dtype=jnp.float32)).reshape(
+        start.latent_mean.shape
+    )
     return data, Variational(start.latent_mean + wobble, start.latent_sqrt_var + 0.5 * wobble**2)
 
 
@@ -80,17 +86,28 @@ def _require_hand_gradient(got, data, variational, how: str) -> None:
     if close(got, expected, **tolerance):
         return
     parts = _gradient_parts(data, variational)
-    require(not close(got, parts["poisson"], **tolerance),
-            f"({how}) you have the Poisson part Y - A; the Gaussian prior adds -(M - XB) Omega.")
-    require(not close(got, parts["poisson"] + parts["prior"], **tolerance),
-            f"({how}) the prior term has the wrong sign: the gradient is Y - A MINUS (M - XB) Omega; "
-            "the prior pulls M back towards XB.")
-    require(not close(got, parts["poisson"] - parts["sigma_prior"], **tolerance),
-            f"({how}) you multiplied the residuals by Sigma; the gradient needs its inverse Omega.")
-    require(not close(got, parts["rate_without_variance"] - parts["prior"], **tolerance),
-            f"({how}) the rate is missing the variance term: A = exp(O + M + S^2 / 2).")
-    require(False, f"({how}) your gradient differs from jax.grad(profiled_elbo). Check A = exp(O + M + S^2/2) "
-            "and the closed-form B and Sigma at the point you are given.")
+    require(
+        not close(got, parts["poisson"], **tolerance),
+        f"({how}) you have the Poisson part Y - A; the Gaussian prior adds -(M - XB) Omega.",
+    )
+    require(
+        not close(got, parts["poisson"] + parts["prior"], **tolerance),
+        f"({how}) the prior term has the wrong sign: the gradient is Y - A MINUS (M - XB) Omega; "
+        "the prior pulls M back towards XB.",
+    )
+    require(
+        not close(got, parts["poisson"] - parts["sigma_prior"], **tolerance),
+        f"({how}) you multiplied the residuals by Sigma; the gradient needs its inverse Omega.",
+    )
+    require(
+        not close(got, parts["rate_without_variance"] - parts["prior"], **tolerance),
+        f"({how}) the rate is missing the variance term: A = exp(O + M + S^2 / 2).",
+    )
+    require(
+        False,
+        f"({how}) your gradient differs from jax.grad(profiled_elbo). Check A = exp(O + M + S^2/2) "
+        "and the closed-form B and Sigma at the point you are given.",
+    )
 
 
 @exercise_checker("the analytic gradient in M")
@@ -101,9 +118,16 @@ def check_latent_mean_gradient(latent_mean_gradient):
     for data, variational in (_small_problem(), _small_problem(seed=8, n=40, p=6, n_covariates=3)):
         got = call_answer(latent_mean_gradient, data, variational, what="latent_mean_gradient")
         _require_hand_gradient(got, data, variational, "eagerly")
-        jitted = call_answer(jax.jit(latent_mean_gradient), data, variational, what="latent_mean_gradient under jax.jit")
+        jitted = call_answer(
+            jax.jit(latent_mean_gradient),
+            data,
+            variational,
+            what="latent_mean_gradient under jax.jit",
+        )
         _require_hand_gradient(jitted, data, variational, "under jit")
-    names = primitive_names(traced_program(latent_mean_gradient, *_small_problem(), what="latent_mean_gradient"))
+    names = primitive_names(
+        traced_program(latent_mean_gradient, *_small_problem(), what="latent_mean_gradient")
+    )
     require(
         "add_any" not in names,
         "the numbers are right, but your program differentiates (its jaxpr adds up cotangents with "
@@ -142,7 +166,9 @@ def _rprop_result(rprop_step, args, how: str):
     require(
         isinstance(result, tuple) and len(result) == 3,
         f"rprop_step must return three arrays (new x, new step sizes, sign to remember); got "
-        f"{type(result).__name__}" + (f" of {len(result)}" if isinstance(result, tuple) else "") + ".",
+        f"{type(result).__name__}"
+        + (f" of {len(result)}" if isinstance(result, tuple) else "")
+        + ".",
     )
     return [np.asarray(a, dtype=np.float64) for a in result]
 
@@ -161,10 +187,13 @@ def check_rprop_step(rprop_step):
         zero = np.asarray(grad) == 0
         for how in ("eagerly", "under jit"):
             got_x, got_step, got_sign = _rprop_result(rprop_step, (x, grad, step, prev_sign), how)
-            require(all(a.shape == grad.shape for a in (got_x, got_step, got_sign)),
-                    f"each of the three results must have the shape of x, {grad.shape}.")
             require(
-                np.allclose(expected_x, np.asarray(x)) or not close(got_x, 2 * np.asarray(x) - expected_x),
+                all(a.shape == grad.shape for a in (got_x, got_step, got_sign)),
+                f"each of the three results must have the shape of x, {grad.shape}.",
+            )
+            require(
+                np.allclose(expected_x, np.asarray(x))
+                or not close(got_x, 2 * np.asarray(x) - expected_x),
                 "you moved uphill: Rprop minimises, so each entry moves against the sign of its gradient.",
             )
             require(
@@ -178,7 +207,10 @@ def check_rprop_step(rprop_step):
                 "stays, shrink by 0.5 when it flips, keep it when either sign is 0, and clip to [1e-6, 50].",
             )
             flipped = np.asarray(grad) * np.asarray(prev_sign) < 0
-            require(np.all(got_x[flipped] == 1.0), "after a sign flip torch does not move that entry at all this step.")
+            require(
+                np.all(got_x[flipped] == 1.0),
+                "after a sign flip torch does not move that entry at all this step.",
+            )
             require(close(got_x, expected_x), f"({how}) new x should be {expected_x}, got {got_x}.")
             require(
                 close(got_sign, expected_sign),
@@ -199,8 +231,11 @@ def check_momentum_update(momentum_update):
     uphill = jnp.array([-1.0, 0.5, -0.3, -0.4])  # sum(g * v) = 0.845: restart
     tie = jnp.array([0.5, 1.0, 0.0, 0.0])  # sum(g * v) = 0 exactly: not uphill, keep the momentum
     optimizer = newton_momentum(1.0, momentum=0.9)
-    cases = [(name, grad, how) for name, grad in (("downhill", downhill), ("uphill", uphill), ("tie", tie))
-             for how in ("eagerly", "under jit")]
+    cases = [
+        (name, grad, how)
+        for name, grad in (("downhill", downhill), ("uphill", uphill), ("tie", tie))
+        for how in ("eagerly", "under jit")
+    ]
     for name, grad, how in cases:
         expected, _ = optimizer.update(grad, NewtonMomentumState(velocity), curvature=curvature)
         answer = jax.jit(momentum_update) if how == "under jit" else momentum_update
@@ -210,7 +245,9 @@ def check_momentum_update(momentum_update):
             f"return one array, the new velocity, shaped like grad; got a {type(got).__name__}.",
         )
         got = np.asarray(got, dtype=np.float64)
-        require(got.shape == expected.shape, f"return an array shaped like grad; got shape {got.shape}.")
+        require(
+            got.shape == expected.shape, f"return an array shaped like grad; got shape {got.shape}."
+        )
         if np.allclose(got, expected, atol=1e-6):
             continue
         newton = -np.asarray(grad / curvature)
@@ -218,7 +255,9 @@ def check_momentum_update(momentum_update):
             not np.allclose(got, -np.asarray(expected), atol=1e-6),
             "your update has the wrong sign: it should go against the gradient of the loss.",
         )
-        entrywise = np.where(np.asarray(grad * velocity) > 0, 0.0, 0.9 * np.asarray(velocity)) + newton
+        entrywise = (
+            np.where(np.asarray(grad * velocity) > 0, 0.0, 0.9 * np.asarray(velocity)) + newton
+        )
         require(
             not np.allclose(got, entrywise, atol=1e-6),
             "the restart test is one number for the whole update, sum(grad * velocity), "
@@ -267,12 +306,20 @@ def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
         "for any number of rows."
     )
     product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
-    numpy = (jax.errors.TracerArrayConversionError, "", "under jit a and b are tracers, which NumPy cannot read: use jnp, not np.")
+    numpy = (
+        jax.errors.TracerArrayConversionError,
+        "",
+        "under jit a and b are tracers, which NumPy cannot read: use jnp, not np.",
+    )
     hints = (numpy,) + tuple(
         (error_class, fragment, hint)
         for error_class in (TypeError, ValueError)
-        for fragment, hint in (("reshape", blocks), ("dot_general", product), ("matmul", product),
-                               ("does not match previous terms", product))
+        for fragment, hint in (
+            ("reshape", blocks),
+            ("dot_general", product),
+            ("matmul", product),
+            ("does not match previous terms", product),
+        )
     )
     answer = jax.jit(sums) if under_jit else sums
     how = "under jax.jit" if under_jit else "eagerly"
@@ -303,7 +350,10 @@ def _require_column_sums_values(sums, what: str) -> None:
                 f"for shape {shape} {what} returned {shape[0]} numbers, one per row: those are row sums. "
                 "Column sums add over the rows, one number per column.",
             )
-            require(got.shape == expected.shape, f"for shape {shape} {what} must return shape {expected.shape}, got {got.shape}.")
+            require(
+                got.shape == expected.shape,
+                f"for shape {shape} {what} must return shape {expected.shape}, got {got.shape}.",
+            )
             require(
                 np.allclose(got, expected, rtol=1e-5, atol=1e-5),
                 f"for shape {shape}, {'under jit' if under_jit else 'eagerly'}, {what} should give {expected}, got {got}.",
@@ -347,7 +397,10 @@ def _require_one_loop(sums) -> None:
     written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
     if not written:
         return
-    primitives = {eq.primitive.name for eq in traced_program(sums, *_operands(FUSION_SHAPE), what="sums_in_one_loop").jaxpr.eqns}
+    primitives = {
+        eq.primitive.name
+        for eq in traced_program(sums, *_operands(FUSION_SHAPE), what="sums_in_one_loop").jaxpr.eqns
+    }
     version = f"jax {jax.__version__}"
     require(
         not {"reshape", "dot_general"} <= primitives,
@@ -360,7 +413,10 @@ def _require_one_loop(sums) -> None:
         f"(it wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
         "outside the loop that computes a * b. A plain reduction over the rows is fused.",
     )
-    require(False, f"the numbers are right, but for sums_in_one_loop XLA writes {written} to memory before it sums.")
+    require(
+        False,
+        f"the numbers are right, but for sums_in_one_loop XLA writes {written} to memory before it sums.",
+    )
 
 
 def _compiled_bytes(sums, shape) -> float:
@@ -370,7 +426,9 @@ def _compiled_bytes(sums, shape) -> float:
 
 def _reference_forms():
     """The chapter's two forms: a product with ones (writes a * b) and the plain reduction."""
-    return (lambda a, b: jnp.ones(a.shape[0], a.dtype) @ (a * b)), (lambda a, b: jnp.sum(a * b, axis=0))
+    return (lambda a, b: jnp.ones(a.shape[0], a.dtype) @ (a * b)), (
+        lambda a, b: jnp.sum(a * b, axis=0)
+    )
 
 
 def _require_saving(bytes_saved) -> None:
@@ -394,7 +452,8 @@ def _require_saving(bytes_saved) -> None:
             "writes it is followed by one that reads it back: the array crosses memory twice.",
         )
         require(
-            not np.isclose(got, 2 * entries, rtol=SAVING_RTOL) and not np.isclose(got, entries, rtol=SAVING_RTOL),
+            not np.isclose(got, 2 * entries, rtol=SAVING_RTOL)
+            and not np.isclose(got, entries, rtol=SAVING_RTOL),
             f"for n={n}, p={p} you returned {got:,.0f}: that counts entries. Count bytes: multiply by itemsize.",
         )
         require(
@@ -413,7 +472,10 @@ def _require_saving(bytes_saved) -> None:
 def check_sums_through_memory(sums_through_memory):
     """`sums_through_memory(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled
     so that XLA writes `a * b` to memory before it sums."""
-    require(callable(sums_through_memory), "pass the function itself: check_sums_through_memory(sums_through_memory).")
+    require(
+        callable(sums_through_memory),
+        "pass the function itself: check_sums_through_memory(sums_through_memory).",
+    )
     _require_column_sums_values(sums_through_memory, "sums_through_memory")
     _require_writes_the_product(sums_through_memory)
 
@@ -422,7 +484,10 @@ def check_sums_through_memory(sums_through_memory):
 def check_sums_in_one_loop(sums_in_one_loop):
     """`sums_in_one_loop(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled so
     that XLA writes no array as large as `a * b` to memory."""
-    require(callable(sums_in_one_loop), "pass the function itself: check_sums_in_one_loop(sums_in_one_loop).")
+    require(
+        callable(sums_in_one_loop),
+        "pass the function itself: check_sums_in_one_loop(sums_in_one_loop).",
+    )
     _require_column_sums_values(sums_in_one_loop, "sums_in_one_loop")
     _require_one_loop(sums_in_one_loop)
 

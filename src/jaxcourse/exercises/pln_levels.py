@@ -5,17 +5,23 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..checks import call_answer, close, describe, exercise_checker, require, require_registered_pytree
+from ..checks import (
+    call_answer,
+    close,
+    describe,
+    exercise_checker,
+    require,
+)
 from ..tracecount import count_compilations
 from ._jaxpr import primitive_names, traced_program
-
 
 # Exercise 1 ------------------------------------------------------------------------------------
 
@@ -88,12 +94,17 @@ def check_donating_step(step: Callable) -> None:
         "minus the loss that level1.loss_and_grad computes before the update.",
     )
     require(
-        not any(leaf.is_deleted() for leaf in jax.tree.leaves(data)) and not _donates_data(step, state, data),
+        not any(leaf.is_deleted() for leaf in jax.tree.leaves(data))
+        and not _donates_data(step, state, data),
         "data is donated: every iteration reads it again, and a donated array is deleted whenever XLA "
         "can reuse its buffer (here none of the results has its shape, so JAX only warned). Donate only "
         "the state the step replaces: donate_argnums=(0, 1, 2).",
     )
-    alive = [name for name, part in zip(_STATE_NAMES, inputs) if not all(leaf.is_deleted() for leaf in jax.tree.leaves(part))]
+    alive = [
+        name
+        for name, part in zip(_STATE_NAMES, inputs)
+        if not all(leaf.is_deleted() for leaf in jax.tree.leaves(part))
+    ]
     require(
         not alive,
         f"after the call, the input {', '.join(alive)} still hold their memory: nothing lets XLA reuse their "
@@ -148,7 +159,9 @@ def _loop_output(result, n_iter: int):
     require(
         isinstance(result, tuple) and len(result) == 2,
         "run_steps must return a pair (final_state, stacked_values), as scan does; got "
-        f"{type(result).__name__}" + (f" of length {len(result)}" if isinstance(result, tuple) else "") + ".",
+        f"{type(result).__name__}"
+        + (f" of length {len(result)}" if isinstance(result, tuple) else "")
+        + ".",
     )
     state, values = result
     if jnp.ndim(values) == 1:
@@ -175,7 +188,12 @@ def check_scan_loop(run_steps: Callable) -> None:
         step, traces = _counting_step()
         expected_state, expected_values = _reference_loop(step, start, n_iter)
         traces["count"] = 0
-        result = call_answer(jax.jit(functools.partial(run_steps, step), static_argnums=1), start, n_iter, what="run_steps under jax.jit")
+        result = call_answer(
+            jax.jit(functools.partial(run_steps, step), static_argnums=1),
+            start,
+            n_iter,
+            what="run_steps under jax.jit",
+        )
         require(
             traces["count"] == 1,
             f"under jit your loop traced step {traces['count']} times for n_iter={n_iter}: a Python "
@@ -253,8 +271,11 @@ def check_fit_with_learning_rate(fit_with_learning_rate: Callable) -> None:
     require(callable(fit_with_learning_rate), "pass the function itself.")
     data, n_iter, learning_rate = _small_data(), 6, 0.01
     result = _fit_result(
-        call_answer(fit_with_learning_rate, data, n_iter, learning_rate, what="fit_with_learning_rate"),
-        n_iter, "fit_with_learning_rate",
+        call_answer(
+            fit_with_learning_rate, data, n_iter, learning_rate, what="fit_with_learning_rate"
+        ),
+        n_iter,
+        "fit_with_learning_rate",
     )
     expected = _adam_trace(data, n_iter, learning_rate)
     if not close(result.elbo_trace, expected, rtol=1e-4, atol=1e-3):
@@ -264,11 +285,22 @@ def check_fit_with_learning_rate(fit_with_learning_rate: Callable) -> None:
             f"with learning_rate={learning_rate} you got the default optimizer's trace: the learning "
             "rate is ignored. Build Adam with the rate you are given.",
         )
-        require(False, f"with learning_rate={learning_rate} the ELBO trace differs from level 2 with "
-                "optax.adam(learning_rate).")
+        require(
+            False,
+            f"with learning_rate={learning_rate} the ELBO trace differs from level 2 with "
+            "optax.adam(learning_rate).",
+        )
     with count_compilations() as count:
         for _ in range(2):
-            jax.block_until_ready(call_answer(fit_with_learning_rate, data, n_iter, learning_rate, what="fit_with_learning_rate"))
+            jax.block_until_ready(
+                call_answer(
+                    fit_with_learning_rate,
+                    data,
+                    n_iter,
+                    learning_rate,
+                    what="fit_with_learning_rate",
+                )
+            )
     require(
         count.traces == 0,
         f"two more calls with the same learning rate traced {count.traces} times: each call builds a "
@@ -276,7 +308,13 @@ def check_fit_with_learning_rate(fit_with_learning_rate: Callable) -> None:
         "cache key. Build one optimizer per learning rate and reuse it (for example, functools.cache "
         "on a function that makes it).",
     )
-    other = call_answer(fit_with_learning_rate, _small_data(seed=9), n_iter, learning_rate, what="fit_with_learning_rate")
+    other = call_answer(
+        fit_with_learning_rate,
+        _small_data(seed=9),
+        n_iter,
+        learning_rate,
+        what="fit_with_learning_rate",
+    )
     other = _fit_result(other, n_iter, "fit_with_learning_rate")
     require(
         not close(other.elbo_trace, expected),
@@ -293,7 +331,9 @@ SECOND_OPTIMIZER = optax.sgd(1e-3)
 """A second value of the static optimizer argument, created once (a fresh one would recompile)."""
 
 
-def _counting_optimizer(base: optax.GradientTransformation) -> tuple[optax.GradientTransformation, dict]:
+def _counting_optimizer(
+    base: optax.GradientTransformation,
+) -> tuple[optax.GradientTransformation, dict]:
     """`base`, whose `update` counts its Python calls: in a compiled loop, once per trace."""
     calls = {"update": 0}
 
@@ -319,8 +359,10 @@ def _require_trace_of_level2(fit: Callable, data, n_iter: int, optimizer, expect
             "variational parameters from scan's final carry.",
         )
         return
-    require(not close(trace, -reference, rtol=1e-5, atol=1e-3),
-            "your trace holds minus the ELBO: loss_and_grad returns the loss, -ELBO; record -loss.")
+    require(
+        not close(trace, -reference, rtol=1e-5, atol=1e-3),
+        "your trace holds minus the ELBO: loss_and_grad returns the loss, -ELBO; record -loss.",
+    )
     later = expected.elbo_trace[1 : n_iter + 1]
     require(
         not close(trace[: len(later)], later, rtol=1e-5, atol=1e-3),
@@ -329,8 +371,10 @@ def _require_trace_of_level2(fit: Callable, data, n_iter: int, optimizer, expect
     )
     if optimizer is SECOND_OPTIMIZER:
         default = level2.fit(data, n_iter, optimizer=default_optimizer()).elbo_trace
-        require(not close(trace, default, rtol=1e-5, atol=1e-3),
-                "with optax.sgd you got Adam's trace: use the optimizer argument, not a fixed one.")
+        require(
+            not close(trace, default, rtol=1e-5, atol=1e-3),
+            "with optax.sgd you got Adam's trace: use the optimizer argument, not a fixed one.",
+        )
     require(
         False,
         f"with n_iter={n_iter} your ELBO trace differs from level 2's. Each iteration: "
@@ -343,7 +387,11 @@ def _require_one_program(fit: Callable, data) -> None:
     """The fit is one compiled loop: a scan whose size does not grow with n_iter."""
     sizes = {}
     for n_iter in (3, 6):
-        jaxpr = traced_program(lambda d: fit(d, n_iter, optimizer=SECOND_OPTIMIZER), data, what="fit")
+        jaxpr = traced_program(
+            lambda d, n_iter=n_iter: fit(d, n_iter, optimizer=SECOND_OPTIMIZER),
+            data,
+            what="fit",
+        )
         names = primitive_names(jaxpr)
         require(
             "scan" in names or "while" in names,
@@ -351,8 +399,11 @@ def _require_one_program(fit: Callable, data) -> None:
             "iteration. Write the loop with jax.lax.scan, as level 2 does.",
         )
         sizes[n_iter] = len(names)
-    require(sizes[3] == sizes[6], "your program grows with n_iter: part of the loop is unrolled in Python. "
-            "Put the whole iteration in scan's body.")
+    require(
+        sizes[3] == sizes[6],
+        "your program grows with n_iter: part of the loop is unrolled in Python. "
+        "Put the whole iteration in scan's body.",
+    )
 
 
 @exercise_checker("level 2 from level 1's pieces")
@@ -369,14 +420,19 @@ def check_level2_from_pieces(fit: Callable) -> None:
         _require_trace_of_level2(fit, data, n_iter, optimizer, expected)
     _require_one_program(fit, data)
     counting, calls = _counting_optimizer(default_optimizer())
-    call_answer(lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)), what="fit")
+    call_answer(
+        lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)), what="fit"
+    )
     require(
         calls["update"] == 1,
         f"the optimizer's update ran {calls['update']} times in a fit of {LEVEL2_ITERATIONS} "
         "iterations: the loop runs in Python. Loop with jax.lax.scan, so that the body is traced once.",
     )
     with count_compilations() as count:
-        call_answer(lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)), what="fit")
+        call_answer(
+            lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)),
+            what="fit",
+        )
     require(
         count.traces == 0,
         f"a second call with the same arguments traced {count.traces} time(s): fit is not jitted, so "

@@ -3,14 +3,20 @@ standard errors'."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ..checks import call_answer, call_eager_and_jitted, describe, exercise_checker, require, require_callable
-
+from ..checks import (
+    call_answer,
+    call_eager_and_jitted,
+    describe,
+    exercise_checker,
+    require,
+    require_callable,
+)
 
 # Exercise 1 ------------------------------------------------------------------------------------
 
@@ -39,12 +45,17 @@ def _separation_cases() -> list[tuple[str, np.ndarray, np.ndarray]]:
     single_groups = np.array([0, 0, 0, 1, 1, 1, 2])  # group 2 holds one sample
     single[6, 2] = 0
     single[0, 0] = 0
-    return [("three string groups", counts, groups), ("a group of one sample", single, single_groups)]
+    return [
+        ("three string groups", counts, groups),
+        ("a group of one sample", single, single_groups),
+    ]
 
 
 def _as_indices(result, what: str) -> list[int]:
-    require(result is not None and not isinstance(result, (str, bytes, dict)),
-            f"{what} must return the separated species' column indices (a list of ints); got {describe(result)}.")
+    require(
+        result is not None and not isinstance(result, (str, bytes, dict)),
+        f"{what} must return the separated species' column indices (a list of ints); got {describe(result)}.",
+    )
     try:
         array = np.asarray(result)
     except Exception:  # a ragged or odd object
@@ -69,7 +80,9 @@ def check_separated_species(separated_species: Callable) -> None:
     require_callable(separated_species, "separated_species")
     for name, counts, groups in _separation_cases():
         expected = reference_separated_species(counts, groups)
-        result = call_answer(separated_species, counts, groups, what="separated_species(counts, groups)")
+        result = call_answer(
+            separated_species, counts, groups, what="separated_species(counts, groups)"
+        )
         found = _as_indices(result, "separated_species(counts, groups)")
         never_seen = [j for j in expected if not counts[:, j].any()]
         require(
@@ -106,7 +119,10 @@ def _simulation_setup():
     rng = np.random.default_rng(7)
     x = rng.normal(size=_N_DRAWS)
     covariates = jnp.asarray(np.column_stack([np.ones(_N_DRAWS), x]), jnp.float32)
-    offsets = jnp.asarray(np.where(np.arange(_N_DRAWS)[:, None] % 2 == 0, np.log(2.0), 0.0) * np.ones((1, 3)), jnp.float32)
+    offsets = jnp.asarray(
+        np.where(np.arange(_N_DRAWS)[:, None] % 2 == 0, np.log(2.0), 0.0) * np.ones((1, 3)),
+        jnp.float32,
+    )
     coef = jnp.asarray([[0.5, 1.0, 0.2], [0.3, -0.2, 0.0]], jnp.float32)
     covariance = jnp.asarray([[0.5, 0.4, 0.0], [0.4, 0.5, 0.0], [0.0, 0.0, 0.3]], jnp.float32)
     return covariates, offsets, coef, covariance
@@ -122,7 +138,9 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
     covariates, offsets, coef, covariance = _simulation_setup()
     key = jax.random.key(3)
     what = "simulate_counts(key, covariates, offsets, coef, covariance)"
-    runs = call_eager_and_jitted(simulate_counts, key, covariates, offsets, coef, covariance, what=what)
+    runs = call_eager_and_jitted(
+        simulate_counts, key, covariates, offsets, coef, covariance, what=what
+    )
     for label, counts in runs:
         require(
             np.shape(counts) == (_N_DRAWS, 3),
@@ -135,7 +153,9 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
         )
     jitted = jax.jit(simulate_counts)  # compiled once for the two calls below
     again = np.asarray(call_answer(jitted, key, covariates, offsets, coef, covariance, what=what))
-    other = np.asarray(call_answer(jitted, jax.random.key(4), covariates, offsets, coef, covariance, what=what))
+    other = np.asarray(
+        call_answer(jitted, jax.random.key(4), covariates, offsets, coef, covariance, what=what)
+    )
     first = np.asarray(runs[0][1])
     require(
         np.array_equal(first, again) and not np.array_equal(first, other),
@@ -154,7 +174,11 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
         f"the samples whose offset is log 2 should have twice the counts of the others; the ratio is {np.round(ratio, 2)}: "
         "the rate is exp(O + Z), offsets included.",
     )
-    expected = np.exp(np.asarray(offsets) + np.asarray(covariates) @ np.asarray(coef) + np.diag(np.asarray(covariance)) / 2)
+    expected = np.exp(
+        np.asarray(offsets)
+        + np.asarray(covariates) @ np.asarray(coef)
+        + np.diag(np.asarray(covariance)) / 2
+    )
     relative = counts.mean(axis=0) / expected.mean(axis=0) - 1.0
     require(
         np.all(np.abs(relative) < 0.08),

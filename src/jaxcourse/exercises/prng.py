@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -86,7 +86,8 @@ def _checked_pair(result, call: int) -> tuple[jax.Array, float]:
     require(
         isinstance(result, tuple) and len(result) == 2,
         f"next_normal must return a pair (new_key, x); call {call} returned {type(result).__name__}"
-        + (f" of length {len(result)}" if isinstance(result, tuple) else "") + ".",
+        + (f" of length {len(result)}" if isinstance(result, tuple) else "")
+        + ".",
     )
     new_key, x = result
     if _is_typed_key(x) and not _is_typed_key(new_key):
@@ -140,7 +141,11 @@ def _require_standard_normal(draws: np.ndarray, how: str) -> None:
 def _many_draws(next_normal: Callable) -> np.ndarray:
     """N_DRAWS values of x, one per key, from `next_normal` under jit and vmap."""
     keys = jax.random.split(jax.random.key(123), N_DRAWS)
-    draws = _call(jax.jit(jax.vmap(lambda key: next_normal(key)[1])), keys, what="next_normal under jit and vmap")
+    draws = _call(
+        jax.jit(jax.vmap(lambda key: next_normal(key)[1])),
+        keys,
+        what="next_normal under jit and vmap",
+    )
     return np.asarray(draws, np.float64)
 
 
@@ -164,12 +169,21 @@ def check_next_normal(next_normal: Callable) -> None:
         f"{N_CALLS} calls that thread the key gave repeated values {np.round(draws, 4).tolist()}: "
         "each call must draw from a fresh key.",
     )
-    require(draws == again, "the same starting key gave different draws: draw only from the key you are given.")
-    require(draws != other, "different starting keys gave the same draws: the draw must come from the key argument.")
-    eager_key, eager_x = _call(next_normal, jax.random.key(5), what="next_normal")
-    jitted_key, jitted_x = _call(jax.jit(next_normal), jax.random.key(5), what="next_normal under jax.jit")
     require(
-        close(jitted_x, eager_x) and close(jax.random.key_data(jitted_key), jax.random.key_data(eager_key)),
+        draws == again,
+        "the same starting key gave different draws: draw only from the key you are given.",
+    )
+    require(
+        draws != other,
+        "different starting keys gave the same draws: the draw must come from the key argument.",
+    )
+    eager_key, eager_x = _call(next_normal, jax.random.key(5), what="next_normal")
+    jitted_key, jitted_x = _call(
+        jax.jit(next_normal), jax.random.key(5), what="next_normal under jax.jit"
+    )
+    require(
+        close(jitted_x, eager_x)
+        and close(jax.random.key_data(jitted_key), jax.random.key_data(eager_key)),
         "under jax.jit next_normal gives other numbers than eagerly: draw only from the key argument.",
     )
     _require_standard_normal(_many_draws(next_normal), f"over {N_DRAWS} keys")
@@ -189,14 +203,21 @@ def _one_block_chunk_means(key: jax.Array, n_chunks: int, chunk_size: int) -> np
     return np.asarray(jnp.mean(jnp.exp(jax.random.normal(key, (n_chunks, chunk_size))), axis=1))
 
 
-def _chunk_means_array(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> np.ndarray:
+def _chunk_means_array(
+    chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int
+) -> np.ndarray:
     means = _call(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
     return require_array(
-        means, (n_chunks,), what=f"chunk_means(key, {n_chunks}, {chunk_size})", expected="one mean per chunk"
+        means,
+        (n_chunks,),
+        what=f"chunk_means(key, {n_chunks}, {chunk_size})",
+        expected="one mean per chunk",
     )
 
 
-def _require_vmap_over_keys(chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int) -> None:
+def _require_vmap_over_keys(
+    chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int
+) -> None:
     """The draws must be one batched draw over (n_chunks,) keys: a program that does not grow
     with the number of chunks."""
     jaxpr = _jaxpr_of(lambda k: chunk_means(k, n_chunks, chunk_size), key, "chunk_means")
@@ -213,7 +234,9 @@ def _require_vmap_over_keys(chunk_means: Callable, key: jax.Array, n_chunks: int
     )
 
 
-def _require_extendable(chunk_means: Callable, key: jax.Array, chunk_size: int, layout: str) -> None:
+def _require_extendable(
+    chunk_means: Callable, key: jax.Array, chunk_size: int, layout: str
+) -> None:
     """The first chunks of a longer run must be the chunks of a shorter one."""
     short = _chunk_means_array(chunk_means, key, 3, chunk_size)
     long = _chunk_means_array(chunk_means, key, 8, chunk_size)
@@ -259,7 +282,10 @@ def check_chunk_means(chunk_means: Callable) -> None:
         "(no np.random, no global state).",
     )
     other = _chunk_means_array(chunk_means, jax.random.key(7), n_chunks, chunk_size)
-    require(not np.array_equal(means, other), "a different key gave the same result: the draws must use the key.")
+    require(
+        not np.array_equal(means, other),
+        "a different key gave the same result: the draws must use the key.",
+    )
     standard_error = math.sqrt(math.e * (math.e - 1) / (n_chunks * chunk_size))
     require(
         abs(means.mean() - TRUE_MEAN) < 6 * standard_error,
@@ -278,8 +304,17 @@ def check_chunk_means(chunk_means: Callable) -> None:
     with jax.threefry_partitionable(False):
         _require_extendable(chunk_means, key, chunk_size, "with jax_threefry_partitionable off")
     _require_vmap_over_keys(chunk_means, key, n_chunks, chunk_size)
-    jitted = _call(jax.jit(chunk_means, static_argnums=(1, 2)), key, n_chunks, chunk_size, what="chunk_means under jax.jit")
-    require(close(jitted, means), "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.")
+    jitted = _call(
+        jax.jit(chunk_means, static_argnums=(1, 2)),
+        key,
+        n_chunks,
+        chunk_size,
+        what="chunk_means under jax.jit",
+    )
+    require(
+        close(jitted, means),
+        "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.",
+    )
 
 
 # Exercise 3 ------------------------------------------------------------------------------------
@@ -311,21 +346,28 @@ def _walk_positions(random_walk: Callable, key: jax.Array, n_steps: int) -> np.n
         "positions, scan's second output.",
     )
     return require_array(
-        result, (n_steps,), what=f"random_walk(key, {n_steps})", expected="the position after each step"
+        result,
+        (n_steps,),
+        what=f"random_walk(key, {n_steps})",
+        expected="the position after each step",
     )
 
 
 def _require_reference_stream(positions: np.ndarray, key: jax.Array, n_steps: int) -> None:
     expected = _reference_walk(key, n_steps)
     if close(positions, np.concatenate([[0.0], expected[:-1]]), rtol=1e-4, atol=1e-4):
-        require(False, "the first entry must be the position after the first step, not the start 0.")
+        require(
+            False, "the first entry must be the position after the first step, not the start 0."
+        )
     if close(positions, _carried_key_walk(key, n_steps), rtol=1e-4, atol=1e-4):
         require(
             False,
             "you carry the key and split it at every step: a correct walk, but a different stream. "
             "Here, split once up front, keys = jax.random.split(key, n_steps), and pass keys as scan's xs.",
         )
-    if close(positions, np.cumsum(np.asarray(jax.random.normal(key, (n_steps,)))), rtol=1e-4, atol=1e-4):
+    if close(
+        positions, np.cumsum(np.asarray(jax.random.normal(key, (n_steps,)))), rtol=1e-4, atol=1e-4
+    ):
         require(
             False,
             "you drew all the steps at once from the key itself: a different stream. Step t must draw "
@@ -351,9 +393,15 @@ def check_random_walk(random_walk: Callable) -> None:
     positions = _walk_positions(random_walk, key, n_steps)
     with jax.debug_key_reuse(True):
         again = _walk_positions(random_walk, jax.random.key(11), n_steps)
-    require(np.array_equal(positions, again), "two calls with the same key gave different walks: draw only from the key.")
+    require(
+        np.array_equal(positions, again),
+        "two calls with the same key gave different walks: draw only from the key.",
+    )
     jaxpr = _jaxpr_of(lambda k: random_walk(k, n_steps), key, "random_walk")
-    require("scan" in primitive_names(jaxpr), "write the loop with jax.lax.scan (its jaxpr has no scan): the keys are its xs.")
+    require(
+        "scan" in primitive_names(jaxpr),
+        "write the loop with jax.lax.scan (its jaxpr has no scan): the keys are its xs.",
+    )
     increments = np.diff(positions, prepend=0.0)
     require(
         not np.allclose(increments, increments[0]),
@@ -363,11 +411,26 @@ def check_random_walk(random_walk: Callable) -> None:
     require_key_discipline(lambda k: random_walk(k, n_steps), key, "random_walk")
     for length in WALK_LENGTHS:
         _require_reference_stream(_walk_positions(random_walk, key, length), key, length)
-    jitted = _call(jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit")
-    require(close(jitted, positions, rtol=1e-4, atol=1e-4), "under jax.jit (n_steps static) the walk differs from the eager one.")
-    walker_keys = jax.random.split(jax.random.key(3), 4)
-    walks = np.asarray(_call(jax.vmap(random_walk, in_axes=(0, None)), walker_keys, n_steps, what="random_walk under jax.vmap over keys"))
+    jitted = _call(
+        jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit"
+    )
     require(
-        all(close(walks[i], _reference_walk(walker_keys[i], n_steps), rtol=1e-4, atol=1e-4) for i in range(4)),
+        close(jitted, positions, rtol=1e-4, atol=1e-4),
+        "under jax.jit (n_steps static) the walk differs from the eager one.",
+    )
+    walker_keys = jax.random.split(jax.random.key(3), 4)
+    walks = np.asarray(
+        _call(
+            jax.vmap(random_walk, in_axes=(0, None)),
+            walker_keys,
+            n_steps,
+            what="random_walk under jax.vmap over keys",
+        )
+    )
+    require(
+        all(
+            close(walks[i], _reference_walk(walker_keys[i], n_steps), rtol=1e-4, atol=1e-4)
+            for i in range(4)
+        ),
         "under jax.vmap over 4 keys the walks differ from one call per key: draw only from the key argument.",
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 import operator
-from typing import Callable
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -47,13 +47,23 @@ _INTENSITY_CASES = [
     (
         "a 128 x 128 matmul",
         _matmul,
-        (jax.ShapeDtypeStruct((128, 128), jnp.float32), jax.ShapeDtypeStruct((128, 128), jnp.float32)),
+        (
+            jax.ShapeDtypeStruct((128, 128), jnp.float32),
+            jax.ShapeDtypeStruct((128, 128), jnp.float32),
+        ),
     ),
-    ("sum(sin(x) * 2 + cos(x)**2) on 1,000 numbers", _elementwise_chain, (jax.ShapeDtypeStruct((1_000,), jnp.float32),)),
+    (
+        "sum(sin(x) * 2 + cos(x)**2) on 1,000 numbers",
+        _elementwise_chain,
+        (jax.ShapeDtypeStruct((1_000,), jnp.float32),),
+    ),
     (
         "a 64 x 256 by 256 x 32 matmul",
         _matmul,
-        (jax.ShapeDtypeStruct((64, 256), jnp.float32), jax.ShapeDtypeStruct((256, 32), jnp.float32)),
+        (
+            jax.ShapeDtypeStruct((64, 256), jnp.float32),
+            jax.ShapeDtypeStruct((256, 32), jnp.float32),
+        ),
     ),
 ]
 
@@ -67,7 +77,9 @@ def _as_number(value, what: str) -> float:
     try:
         number = float(value)
     except (TypeError, ValueError):
-        raise CheckFailed(f"{what} should be one number (FLOPs per byte), got {describe(value)}.") from None
+        raise CheckFailed(
+            f"{what} should be one number (FLOPs per byte), got {describe(value)}."
+        ) from None
     require(math.isfinite(number), f"{what} should be a finite number, got {number}.")
     return number
 
@@ -81,7 +93,9 @@ def check_intensity(intensity: Callable) -> None:
     """Checks `intensity(fn, *args)`: FLOPs / bytes accessed of `jax.jit(fn)` compiled for `args`."""
     require_accepts(intensity, _scale, jnp.ones(3), what="intensity")
     for case, fn, args in _INTENSITY_CASES:
-        answer = _as_number(call_answer(intensity, fn, *args, what="intensity"), f"intensity(...) on {case}")
+        answer = _as_number(
+            call_answer(intensity, fn, *args, what="intensity"), f"intensity(...) on {case}"
+        )
         compiled = cost_of(fn, *args)
         lowered = cost(jax.jit(fn).lower(*args))
         if _same(answer, compiled.intensity):
@@ -209,7 +223,7 @@ def _scan_inputs(n: int, m: int, steps: int):
     return jnp.linspace(-1.0, 1.0, n), jnp.linspace(0.0, 1.0, steps * m).reshape(steps, m)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plain_gradient(n: int, m: int, steps: int):
     """Plain `jax.grad` of `scan_loss` at one size: its compiled program and its value (compiled
     once per session; every answer is compared with it)."""
@@ -219,7 +233,10 @@ def _plain_gradient(n: int, m: int, steps: int):
 
 def _require_scan_gradient(result, expected, case: str) -> None:
     result = require_array(
-        result, expected.shape, what=f"low_memory_grad on {case}", expected="d scan_loss / d ws, one entry per entry of ws"
+        result,
+        expected.shape,
+        what=f"low_memory_grad on {case}",
+        expected="d scan_loss / d ws, one entry per entry of ws",
     )
     require(
         close(result, expected, rtol=1e-4, atol=1e-6),
@@ -236,17 +253,30 @@ def check_low_memory_grad(low_memory_grad: Callable) -> None:
     require_accepts(low_memory_grad, *_scan_inputs(*_EAGER_SIZE), what="low_memory_grad")
     x0, ws = _scan_inputs(*_EAGER_SIZE)
     eager = call_answer(low_memory_grad, x0, ws, what="low_memory_grad")
-    _require_scan_gradient(eager, _plain_gradient(*_EAGER_SIZE)[1], f"a small scan ({_EAGER_SIZE[2]} steps), called eagerly")
+    _require_scan_gradient(
+        eager,
+        _plain_gradient(*_EAGER_SIZE)[1],
+        f"a small scan ({_EAGER_SIZE[2]} steps), called eagerly",
+    )
 
     n, m, steps = _MEMORY_SIZE
     case = f"x0 of {n} numbers and ws of shape ({steps}, {m}), under jax.jit"
     x0, ws = _scan_inputs(n, m, steps)
     plain, expected = _plain_gradient(n, m, steps)
-    yours = call_answer(lambda *a: jax.jit(low_memory_grad).lower(*a).compile(), x0, ws, what="low_memory_grad under jax.jit")
-    _require_scan_gradient(call_answer(yours, x0, ws, what="low_memory_grad under jax.jit"), expected, case)
+    yours = call_answer(
+        lambda *a: jax.jit(low_memory_grad).lower(*a).compile(),
+        x0,
+        ws,
+        what="low_memory_grad under jax.jit",
+    )
+    _require_scan_gradient(
+        call_answer(yours, x0, ws, what="low_memory_grad under jax.jit"), expected, case
+    )
     plain_temp = memory_figures(plain).temp_bytes
     your_temp = memory_figures(yours).temp_bytes
-    primitives = set(primitive_names(traced_program(low_memory_grad, x0, ws, what="low_memory_grad")))
+    primitives = set(
+        primitive_names(traced_program(low_memory_grad, x0, ws, what="low_memory_grad"))
+    )
     uses_checkpoint = bool(primitives & _CHECKPOINT_PRIMITIVES)
     if your_temp > plain_temp / 4:
         require(
@@ -271,7 +301,9 @@ def check_low_memory_grad(low_memory_grad: Callable) -> None:
 
 
 def _event(name, start, duration, *, kind="thunk", thread="tf_XLAEigen/1"):
-    return TraceEvent(name, kind, thread, float(start), float(duration), "jit_f" if kind == "thunk" else "")
+    return TraceEvent(
+        name, kind, thread, float(start), float(duration), "jit_f" if kind == "thunk" else ""
+    )
 
 
 _OPERATION_CASES = [
@@ -298,7 +330,13 @@ _OPERATION_CASES = [
         "a trace with a long Python call and a long executable run around the thunks",
         [
             _event("PjitFunction(fit)", 0, 1_000, kind="dispatch", thread="python"),
-            _event("CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice", 5, 990, kind="run", thread="python"),
+            _event(
+                "CommonPjRtLoadedExecutable::ExecuteHelperOnSingleDevice",
+                5,
+                990,
+                kind="run",
+                thread="python",
+            ),
             _event("cholesky.2", 20, 40),
             _event("ynn_fusion", 70, 30),
         ],
@@ -374,7 +412,9 @@ def check_most_expensive_op(most_expensive_op: Callable) -> None:
             f"on {case}, {answer!r} is not an XLA thunk of the trace: keep the events whose kind is "
             "'thunk' (a Python call or the executable's run spans all the work).",
         )
-        containers = {outer.name for outer in thunks if any(_contains(outer, inner) for inner in thunks)}
+        containers = {
+            outer.name for outer in thunks if any(_contains(outer, inner) for inner in thunks)
+        }
         require(
             answer not in containers,
             f"on {case}, {answer!r} contains other thunks on its thread: its time is theirs. Leave out "
@@ -391,7 +431,11 @@ def check_most_expensive_op(most_expensive_op: Callable) -> None:
             "counted as containing a thunk that runs at the same time on another thread?",
         )
     require(
-        _ask_operation(most_expensive_op, [_event("PjitFunction(f)", 0, 10, kind="dispatch", thread="python")], "a trace without thunks")
+        _ask_operation(
+            most_expensive_op,
+            [_event("PjitFunction(f)", 0, 10, kind="dispatch", thread="python")],
+            "a trace without thunks",
+        )
         is None,
         "for a trace without thunks (nothing compiled ran), return None.",
     )
@@ -438,7 +482,11 @@ def _ema_arguments():
 
 _DONATION_CASES = [
     ("sgd_step(params, (x, y))", sgd_step, _sgd_arguments),
-    ("ema_step(average, sample), where the arguments and the outputs all have shape (500,)", ema_step, _ema_arguments),
+    (
+        "ema_step(average, sample), where the arguments and the outputs all have shape (500,)",
+        ema_step,
+        _ema_arguments,
+    ),
 ]
 
 
@@ -458,7 +506,12 @@ def check_donated_state(make_donating_step: Callable) -> None:
         state, batch = arguments()
         expected = step(state, batch)
         state_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(state))
-        compiled = call_answer(lambda s, b: jitted.lower(s, b).compile(), state, batch, what=f"the jitted {case}")
+        compiled = call_answer(
+            lambda s, b, jitted=jitted: jitted.lower(s, b).compile(),
+            state,
+            batch,
+            what=f"the jitted {case}",
+        )
         alias = memory_figures(compiled).alias_bytes
         result = call_answer(jitted, state, batch, what=f"the jitted {case}")
         require(

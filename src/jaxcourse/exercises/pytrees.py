@@ -26,7 +26,11 @@ def _count_params_cases() -> list[tuple[str, object, int]]:
     return [
         ("a single array of shape (4, 5)", jnp.zeros((4, 5)), 20),
         ("an empty dict (no leaves at all)", {}, 0),
-        ("a dict holding an array of shape (0, 3) and a Python int", {"empty": jnp.zeros((0, 3)), "n": 7}, 1),
+        (
+            "a dict holding an array of shape (0, 3) and a Python int",
+            {"empty": jnp.zeros((0, 3)), "n": 7},
+            1,
+        ),
         ("a two-layer MLP (list of dicts)", mlp, 3 * 16 + 16 + 16 * 2 + 2),
         (
             "a nested dict with a NamedTuple, a None and a Python float",
@@ -50,13 +54,27 @@ def check_count_params(count_params) -> None:
     for description, tree, expected in _count_params_cases():
         leaves = jax.tree.leaves(tree)
         got = call_answer(
-            count_params, tree, what="count_params",
-            hints=((AttributeError, "size", "a Python number is a leaf too, and it has no .size; jnp.size(leaf) works for both."),
-                   (AttributeError, "shape", "a Python number is a leaf too, and it has no .shape; jnp.size(leaf) works for both.")),
+            count_params,
+            tree,
+            what="count_params",
+            hints=(
+                (
+                    AttributeError,
+                    "size",
+                    "a Python number is a leaf too, and it has no .size; jnp.size(leaf) works for both.",
+                ),
+                (
+                    AttributeError,
+                    "shape",
+                    "a Python number is a leaf too, and it has no .shape; jnp.size(leaf) works for both.",
+                ),
+            ),
         )
         require(got is not None, "count_params returned None: return the total as a number.")
         require(
-            not isinstance(got, (tuple, list, dict)) and np.ndim(got) == 0 and float(got) == int(float(got)),
+            not isinstance(got, (tuple, list, dict))
+            and np.ndim(got) == 0
+            and float(got) == int(float(got)),
             f"for {description}, expected one whole number, got {got!r}.",
         )
         got = int(got)
@@ -144,11 +162,23 @@ def _mismatched_cases() -> list[tuple[str, list, int]]:
     return [
         (
             "record 2's 'a' is a tuple of two numbers where records 0 and 1 hold an array of two",
-            [{"a": jnp.ones(2), "b": 1.0}, {"a": jnp.zeros(2), "b": 2.0}, {"a": (1.0, 2.0), "b": 3.0}],
+            [
+                {"a": jnp.ones(2), "b": 1.0},
+                {"a": jnp.zeros(2), "b": 2.0},
+                {"a": (1.0, 2.0), "b": 3.0},
+            ],
             2,
         ),
-        ("record 1 has a key 'b' that record 0 lacks", [{"a": 1.0}, {"a": 2.0, "b": 4.0}, {"a": 3.0}], 1),
-        ("record 1 is a list where record 0 is a tuple", [(jnp.ones(2), 1.0), [jnp.ones(2), 2.0]], 1),
+        (
+            "record 1 has a key 'b' that record 0 lacks",
+            [{"a": 1.0}, {"a": 2.0, "b": 4.0}, {"a": 3.0}],
+            1,
+        ),
+        (
+            "record 1 is a list where record 0 is a tuple",
+            [(jnp.ones(2), 1.0), [jnp.ones(2), 2.0]],
+            1,
+        ),
     ]
 
 
@@ -252,7 +282,10 @@ def check_standardizer(standardizer_cls) -> None:
     `mean` and `scale` (arrays) must be leaves, `name` (a string) static aux data, and a
     flatten/unflatten round trip must restore all three fields.
     """
-    require(isinstance(standardizer_cls, type), "pass the class itself: check_standardizer(Standardizer).")
+    require(
+        isinstance(standardizer_cls, type),
+        "pass the class itself: check_standardizer(Standardizer).",
+    )
     mean, scale = jnp.array([1.0, 2.0, 3.0]), jnp.array([0.5, 1.0, 2.0])
     s = call_answer(standardizer_cls, mean, scale, "height", what="Standardizer(mean, scale, name)")
     leaves = require_registered_pytree(
@@ -295,11 +328,14 @@ def check_standardizer(standardizer_cls) -> None:
 
     require_hashable_structure(s)
     for name in ("height", "weight"):
-        _require_round_trip(standardizer_cls(mean, scale, name), {"mean": mean, "scale": scale, "name": name})
+        _require_round_trip(
+            standardizer_cls(mean, scale, name), {"mean": mean, "scale": scale, "name": name}
+        )
 
     doubled = jax.tree.map(lambda leaf: 2 * leaf, s)
     require(
-        close(doubled.mean, 2 * mean) and close(doubled.scale, 2 * scale)
+        close(doubled.mean, 2 * mean)
+        and close(doubled.scale, 2 * scale)
         and doubled.name == "height",
         "jax.tree.map(lambda x: 2 * x, s) should double mean and scale and keep the name.",
     )
@@ -354,7 +390,9 @@ def _require_scan_over_steps(cls, schedule: str) -> None:
     """Three `apply` steps in a `lax.scan`, under jit, give the hand-computed parameters."""
     learning_rate, grads = 0.1, jnp.ones((3, 2))
     start = cls(jnp.zeros(2), 0, learning_rate, schedule)
-    run = jax.jit(lambda state, grads: jax.lax.scan(lambda s, g: (s.apply(g), None), state, grads)[0])
+    run = jax.jit(
+        lambda state, grads: jax.lax.scan(lambda s, g: (s.apply(g), None), state, grads)[0]
+    )
     try:
         final = run(start, grads)
     except TypeError as error:
@@ -391,7 +429,9 @@ def _traces_for(cls, states: list) -> int:
 def _require_one_trace_per_schedule(cls) -> None:
     params = jnp.array([1.0, 2.0])
     try:
-        same_arrays = _traces_for(cls, [cls(jnp.array([1.0, 2.0]), 0, 0.1, "decay") for _ in range(2)])
+        same_arrays = _traces_for(
+            cls, [cls(jnp.array([1.0, 2.0]), 0, 0.1, "decay") for _ in range(2)]
+        )
     except ValueError as error:
         require(
             "metadata" not in str(error),
@@ -399,8 +439,11 @@ def _require_one_trace_per_schedule(cls) -> None:
             "comparing two arrays with == has no single truth value. Arrays are children.",
         )
         raise
-    require(same_arrays == 1, f"two calls with equal new arrays traced {same_arrays} times: an array "
-            "in the aux data is a new cache key every time. Arrays are children.")
+    require(
+        same_arrays == 1,
+        f"two calls with equal new arrays traced {same_arrays} times: an array "
+        "in the aux data is a new cache key every time. Arrays are children.",
+    )
     sweep = _traces_for(cls, [cls(params, 0, rate, "decay") for rate in (0.1, 0.2, 0.3)])
     require(
         sweep == 1,
@@ -408,8 +451,13 @@ def _require_one_trace_per_schedule(cls) -> None:
         "so every new value compiles again. A number the program computes with is a child.",
     )
     steps = _traces_for(cls, [cls(params, step, 0.1, "decay") for step in (0, 1, 2)])
-    require(steps == 1, f"three step counts traced the loss {steps} times: the step is in the aux data. Make it a child.")
-    schedules = _traces_for(cls, [cls(params, 0, 0.1, schedule) for schedule in (*SCHEDULES, *SCHEDULES)])
+    require(
+        steps == 1,
+        f"three step counts traced the loss {steps} times: the step is in the aux data. Make it a child.",
+    )
+    schedules = _traces_for(
+        cls, [cls(params, 0, 0.1, schedule) for schedule in (*SCHEDULES, *SCHEDULES)]
+    )
     require(
         schedules == 2,
         f"two schedules, each used twice, traced the loss {schedules} times; expected 2, one program "
@@ -425,12 +473,26 @@ def check_train_state(train_state_cls) -> None:
     recompile, and `step` may change inside a `lax.scan`); `schedule` must be hashable aux
     data, restored by `tree_unflatten` for each of its values.
     """
-    require(isinstance(train_state_cls, type), "pass the class itself: check_train_state(TrainState).")
-    state = call_answer(train_state_cls, jnp.array([1.0, 2.0]), 0, 0.1, "decay", what="TrainState(params, step, learning_rate, schedule)")
+    require(
+        isinstance(train_state_cls, type), "pass the class itself: check_train_state(TrainState)."
+    )
+    state = call_answer(
+        train_state_cls,
+        jnp.array([1.0, 2.0]),
+        0,
+        0.1,
+        "decay",
+        what="TrainState(params, step, learning_rate, schedule)",
+    )
     leaves = _train_state_leaves(state)
     require_hashable_structure(state)
     for schedule in SCHEDULES:
-        fields = {"params": jnp.array([1.0, 2.0]), "step": 4, "learning_rate": 0.25, "schedule": schedule}
+        fields = {
+            "params": jnp.array([1.0, 2.0]),
+            "step": 4,
+            "learning_rate": 0.25,
+            "schedule": schedule,
+        }
         _require_round_trip(train_state_cls(**fields), fields)
     _require_one_trace_per_schedule(train_state_cls)
     for schedule in SCHEDULES:

@@ -43,10 +43,14 @@ _SHARDED_INPUT_HINTS = (
 )
 
 
-def _require_per_device_program(answer, args: tuple, hint: str, what: str, static_argnums=()) -> None:
+def _require_per_device_program(
+    answer, args: tuple, hint: str, what: str, static_argnums=()
+) -> None:
     """Fails with `hint` unless the answer's program maps over devices (shard_map, or pmap, which
     also shows as `shard_map` in the jaxpr) and combines the devices' results with a collective."""
-    jaxpr = traced_program(answer, *args, what=what, hints=_SHARDED_INPUT_HINTS, static_argnums=static_argnums)
+    jaxpr = traced_program(
+        answer, *args, what=what, hints=_SHARDED_INPUT_HINTS, static_argnums=static_argnums
+    )
     names = primitive_names(jaxpr)
     require("shard_map" in names and any(n.startswith(_COLLECTIVES) for n in names), hint)
 
@@ -65,11 +69,17 @@ def check_global_standardise(standardise, mesh: Mesh) -> None:
         x = (3.0 + 2.0 * rng.standard_normal((rows_per_device * n_devices, 3))).astype(np.float32)
         x[:rows_per_device] += 5.0  # the blocks differ, so block statistics give a different answer
         out = require_array(
-            call_answer(standardise, jax.device_put(x, rows), what="standardise", hints=_SHARDED_INPUT_HINTS),
-            x.shape, what="standardise", expected="(rows, columns), like its input",
+            call_answer(
+                standardise, jax.device_put(x, rows), what="standardise", hints=_SHARDED_INPUT_HINTS
+            ),
+            x.shape,
+            what="standardise",
+            expected="(rows, columns), like its input",
         )
         blocks = x.reshape(n_devices, rows_per_device, 3)
-        local = ((blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)).reshape(x.shape)
+        local = (
+            (blocks - blocks.mean(axis=1, keepdims=True)) / blocks.std(axis=1, keepdims=True)
+        ).reshape(x.shape)
         require(
             not _close(out, local),
             "each device used the mean and std of its own block; average over devices with "
@@ -83,7 +93,8 @@ def check_global_standardise(standardise, mesh: Mesh) -> None:
             "every row (pmean of the block means); the mean of the block stds is not the std.",
         )
     _require_per_device_program(
-        standardise, (jax.device_put(jnp.ones((2 * n_devices, 3)), rows),),
+        standardise,
+        (jax.device_put(jnp.ones((2 * n_devices, 3)), rows),),
         "the values are right, but your function is not a shard_map with collectives: it computed the "
         "statistics of the whole array at once. Decorate it with jax.shard_map(mesh=mesh, "
         "in_specs=P('data'), out_specs=P('data')) and combine the block statistics with lax.pmean.",
@@ -99,7 +110,9 @@ def _mse_grad(params, x, y):
 def _linear_problem(n_rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_rows, 3)).astype(np.float32)
-    y = (x @ np.array([1.0, -2.0, 3.0]) + 0.5 + 0.1 * rng.standard_normal(n_rows)).astype(np.float32)
+    y = (x @ np.array([1.0, -2.0, 3.0]) + 0.5 + 0.1 * rng.standard_normal(n_rows)).astype(
+        np.float32
+    )
     return x, y
 
 
@@ -110,10 +123,18 @@ def _require_global_gradient(grads, params, x, y, n_devices: int) -> None:
         f"return the gradient as LinearParams (what jax.grad of mse_loss gives), got {type(grads).__name__}.",
     )
     for leaf, reference in zip(grads, params):
-        require_array(leaf, np.shape(reference), what="each field of the gradient", expected="the shape of params")
+        require_array(
+            leaf,
+            np.shape(reference),
+            what="each field of the gradient",
+            expected="the shape of params",
+        )
     expected = _mse_grad(params, x, y)
     require(
-        not (_close(grads.weights, n_devices * expected.weights) and _close(grads.bias, n_devices * expected.bias)),
+        not (
+            _close(grads.weights, n_devices * expected.weights)
+            and _close(grads.bias, n_devices * expected.bias)
+        ),
         f"your gradient is {n_devices} times too large (one factor per device). Inside "
         "shard_map the gradient of a replicated parameter is already summed over devices; "
         "differentiate the global loss (lax.pmean of the block loss) and do not reduce the "
@@ -143,15 +164,22 @@ def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
     n_devices = mesh.shape[parallel.AXIS]
     rows = NamedSharding(mesh, P(parallel.AXIS))
     cases = [
-        (parallel.LinearParams(jnp.array([0.5, 0.0, -1.0]), jnp.array(0.2)), _linear_problem(16 * n_devices, 3)),
-        (parallel.LinearParams(jnp.zeros(3), jnp.array(0.0)), _linear_problem(4 * n_devices, 4)),  # zeros
+        (
+            parallel.LinearParams(jnp.array([0.5, 0.0, -1.0]), jnp.array(0.2)),
+            _linear_problem(16 * n_devices, 3),
+        ),
+        (
+            parallel.LinearParams(jnp.zeros(3), jnp.array(0.0)),
+            _linear_problem(4 * n_devices, 4),
+        ),  # zeros
     ]
     for params, (x, y) in cases:
         sharded = (params, jax.device_put(x, rows), jax.device_put(y, rows))
         grads = call_answer(sharded_grad, *sharded, what="sharded_grad", hints=_SHARDED_INPUT_HINTS)
         _require_global_gradient(grads, params, x, y, n_devices)
     _require_per_device_program(
-        sharded_grad, sharded,
+        sharded_grad,
+        sharded,
         "the gradient is right, but your function does not compute it per device: the exercise "
         "asks for jax.shard_map over the mesh, with in_specs=(P(), P('data'), P('data')), and a "
         "collective (lax.pmean of the block loss) that combines the devices.",
@@ -165,7 +193,9 @@ def _profiled_elbo_with_block_coef(data, variational, n_devices: int):
     blocks_of = lambda tree: jax.tree.map(lambda a: a.reshape(n_devices, -1, *a.shape[1:]), tree)
 
     def block_statistics(data_k, var_k):
-        return pln.elbo_statistics(data_k, var_k, pln.closed_form_coef(data_k.covariates, var_k.latent_mean))
+        return pln.elbo_statistics(
+            data_k, var_k, pln.closed_form_coef(data_k.covariates, var_k.latent_mean)
+        )
 
     stats = jax.vmap(block_statistics)(blocks_of(data), blocks_of(variational))
     totals = jax.tree.map(lambda s: jnp.sum(s, axis=0), stats)
@@ -177,11 +207,15 @@ def _small_pln_problem(n_samples: int) -> tuple[pln.PLNData, pln.Variational]:
     rng = np.random.default_rng(11)
     n_species = 5
     covariates = np.column_stack([np.ones(n_samples), rng.standard_normal(n_samples)])
-    latent = covariates @ rng.normal(1.0, 0.5, (2, n_species)) + 0.5 * rng.standard_normal((n_samples, n_species))
+    latent = covariates @ rng.normal(1.0, 0.5, (2, n_species)) + 0.5 * rng.standard_normal(
+        (n_samples, n_species)
+    )
     counts = rng.poisson(np.exp(latent))
     data = pln.make_data(counts, covariates=covariates)
     start = pln.init_variational(data)
-    mean = start.latent_mean + jnp.asarray(0.3 * rng.standard_normal(start.latent_mean.shape), dtype=jnp.float32)
+    mean = start.latent_mean + jnp.asarray(
+        0.3 * rng.standard_normal(start.latent_mean.shape), dtype=jnp.float32
+    )
     return data, pln.Variational(mean, start.latent_sqrt_var)
 
 
@@ -195,9 +229,16 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
     for samples_per_device in (6, 3):
         data, variational = _small_pln_problem(samples_per_device * n_devices)
         value = call_answer(
-            sharded_profiled_elbo, data, variational, mesh, what="sharded_profiled_elbo", hints=_SHARDED_INPUT_HINTS
+            sharded_profiled_elbo,
+            data,
+            variational,
+            mesh,
+            what="sharded_profiled_elbo",
+            hints=_SHARDED_INPUT_HINTS,
         )
-        value = float(require_array(value, (), what="sharded_profiled_elbo", expected="the ELBO, a scalar"))
+        value = float(
+            require_array(value, (), what="sharded_profiled_elbo", expected="the ELBO, a scalar")
+        )
         block_coef = float(_profiled_elbo_with_block_coef(data, variational, n_devices))
         require(
             not np.isclose(value, block_coef, rtol=1e-5),
@@ -212,7 +253,8 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
             "both after the psum.",
         )
     _require_per_device_program(
-        sharded_profiled_elbo, (data, variational, mesh),
+        sharded_profiled_elbo,
+        (data, variational, mesh),
         "the value is right, but your function ignores the mesh: it computed on one device. Split "
         "the samples over the mesh's 'data' axis with jax.shard_map (in_specs=P('data')) and psum "
         "the sufficient statistics across devices.",

@@ -8,8 +8,6 @@ the collectives used from the jaxpr.
 
 from __future__ import annotations
 
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,7 +34,10 @@ _PSUM = ("psum", "psum_invariant")
 
 def _line_mesh(mesh: Mesh) -> Mesh:
     """All of `mesh`'s devices along one axis "data": more devices make wrong orders visible."""
-    require(isinstance(mesh, Mesh), f"pass the chapter's mesh (a jax.sharding.Mesh), got {type(mesh).__name__}.")
+    require(
+        isinstance(mesh, Mesh),
+        f"pass the chapter's mesh (a jax.sharding.Mesh), got {type(mesh).__name__}.",
+    )
     return jax.make_mesh((mesh.size,), (DATA,), devices=list(np.asarray(mesh.devices).flat))
 
 
@@ -64,7 +65,9 @@ def _run_per_device(body, mesh: Mesh, x: np.ndarray, what: str):
 
 def _per_device_rows(result, n_devices: int, what: str, rows: int, columns: int) -> np.ndarray:
     out = require_array(
-        result, (n_devices * rows, columns), what=f"{what} (stacked over devices)",
+        result,
+        (n_devices * rows, columns),
+        what=f"{what} (stacked over devices)",
         expected=f"each device returns {rows} rows, like its input block" if rows else "",
     )
     return out.reshape(n_devices, rows, columns)
@@ -99,7 +102,9 @@ def check_psum_from_pieces(psum_from_pieces, mesh: Mesh) -> None:
         "the values are right, but without lax.psum_scatter: gathering every full block and "
         "adding them moves n times more data than scattering the sum first.",
     )
-    require("all_gather" in names, "use lax.all_gather to give every device all the scattered pieces.")
+    require(
+        "all_gather" in names, "use lax.all_gather to give every device all the scattered pieces."
+    )
 
 
 def _padded(spec, ndim: int) -> tuple:
@@ -124,7 +129,10 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
     outside, two Adam steps must equal the single-device steps, and the new parameters keep
     their FSDP sharding."""
     require_callable(fsdp_block_loss, "fsdp_block_loss")
-    require(isinstance(mesh, Mesh) and DATA in mesh.shape, "pass the chapter's mesh, with a 'data' axis.")
+    require(
+        isinstance(mesh, Mesh) and DATA in mesh.shape,
+        "pass the chapter's mesh, with a 'data' axis.",
+    )
     plan = mp.PLANS["FSDP"]
     specs = mp.stored_specs(plan)
     require_accepts(fsdp_block_loss, *_fsdp_problem(mesh, 0), what="fsdp_block_loss")
@@ -155,7 +163,12 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
         rows = NamedSharding(mesh, P(DATA))
         x_rows, y_rows = jax.device_put(x, rows), jax.device_put(y, rows)
         new_params, _, loss = call_answer(
-            step, placed, mp.OPTIMIZER.init(placed), x_rows, y_rows, what="fsdp_block_loss in the step"
+            step,
+            placed,
+            mp.OPTIMIZER.init(placed),
+            x_rows,
+            y_rows,
+            what="fsdp_block_loss in the step",
         )
         loss = float(require_array(loss, (), what="fsdp_block_loss", expected="the loss, a scalar"))
         expected = float(reference[2])
@@ -180,7 +193,9 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
             "the loss is right but the updated parameters differ from the single-device step: "
             "the gradient must flow through the gathers (keep every step inside the loss).",
         )
-        for leaf, spec in zip(jax.tree.leaves(new_params), jax.tree.leaves(specs, is_leaf=lambda s: isinstance(s, P))):
+        for leaf, spec in zip(
+            jax.tree.leaves(new_params), jax.tree.leaves(specs, is_leaf=lambda s: isinstance(s, P))
+        ):
             require(
                 _padded(leaf.sharding.spec, leaf.ndim) == _padded(spec, leaf.ndim),
                 f"a new parameter is laid out as {leaf.sharding.spec}, expected {spec}: the step must "
@@ -207,11 +222,15 @@ def check_ring_all_gather(ring_all_gather, mesh: Mesh) -> None:
         x = rng.standard_normal((n * rows, 2)).astype(np.float32)
         result, names = _run_per_device(ring_all_gather, line, x, "ring_all_gather")
         got = require_array(
-            result, (n * n * rows, 2), what="ring_all_gather (stacked over devices)",
+            result,
+            (n * n * rows, 2),
+            what="ring_all_gather (stacked over devices)",
             expected=f"each device returns all {n} blocks, {n * rows} rows",
         ).reshape(n, n * rows, 2)
-        blocks_of = lambda device: {tuple(np.round(got[device][k * rows:(k + 1) * rows], 5).ravel()) for k in range(n)}
-        every_block = {tuple(np.round(x[k * rows:(k + 1) * rows], 5).ravel()) for k in range(n)}
+        blocks_of = lambda device, got=got, rows=rows: {
+            tuple(np.round(got[device][k * rows : (k + 1) * rows], 5).ravel()) for k in range(n)
+        }
+        every_block = {tuple(np.round(x[k * rows : (k + 1) * rows], 5).ravel()) for k in range(n)}
         require(
             all(blocks_of(d) == every_block for d in range(n)),
             f"with {rows} row(s) per device, some device is missing a block (or holds one twice): "

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from functools import partial
-from typing import Callable
 
 import jax
 import jax.numpy as jnp
@@ -66,7 +66,10 @@ def check_solver_options(SolverOptions: type) -> None:
     """Checks a class `SolverOptions(method, n_iter)` used as a static argument of
     `jax.jit(solve, static_argnums=1)`: equal instances share one trace, instances that differ in
     any field get their own, results are right, and an instance cannot be changed."""
-    require(inspect.isclass(SolverOptions), "pass the class itself, e.g. check_solver_options(SolverOptions).")
+    require(
+        inspect.isclass(SolverOptions),
+        "pass the class itself, e.g. check_solver_options(SolverOptions).",
+    )
     hints = [
         (
             ValueError,
@@ -85,14 +88,18 @@ def check_solver_options(SolverOptions: type) -> None:
     x = np.linspace(-1.0, 1.0, 5, dtype=np.float32)
     seen: dict[tuple, int] = {}
     for method, n_iter in _SETTINGS:
-        options = _run(SolverOptions, method, n_iter, hints=hints, what=f"SolverOptions({method!r}, {n_iter})")
+        options = _run(
+            SolverOptions, method, n_iter, hints=hints, what=f"SolverOptions({method!r}, {n_iter})"
+        )
         for field, value in (("method", method), ("n_iter", n_iter)):
             require(
                 getattr(options, field, None) == value,
                 f"SolverOptions({method!r}, {n_iter}).{field} should be {value!r}: keep both fields, in this order.",
             )
         before = counted.traces
-        result = _run(jitted, jnp.asarray(x), options, hints=hints, what="jax.jit(solve, static_argnums=1)")
+        result = _run(
+            jitted, jnp.asarray(x), options, hints=hints, what="jax.jit(solve, static_argnums=1)"
+        )
         require(
             close(result, _expected_solve(x, method, n_iter), rtol=1e-5, atol=1e-6),
             f"solve(x, SolverOptions({method!r}, {n_iter})) reused a program compiled for other options: "
@@ -106,7 +113,10 @@ def check_solver_options(SolverOptions: type) -> None:
                 "fields, e.g. @dataclasses.dataclass(frozen=True).",
             )
         seen[(method, n_iter)] = counted.traces
-    require(counted.traces == 3, f"three distinct settings should give three traces, got {counted.traces}.")
+    require(
+        counted.traces == 3,
+        f"three distinct settings should give three traces, got {counted.traces}.",
+    )
     options = _run(SolverOptions, "cos", 3, hints=hints, what="SolverOptions('cos', 3)")
     try:
         options.n_iter = 5
@@ -168,11 +178,18 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
         eager = _run(prefix_sum, jnp.asarray(x), n, hints=hints, what="prefix_sum")
         require_array(eager, (), what="prefix_sum", expected="the sum, a scalar")
         actual = _run(jitted, jnp.asarray(x), n, hints=hints, what="prefix_sum under jax.jit")
-        actual = require_array(actual, (), what="prefix_sum under jax.jit", expected="the sum, a scalar")
-        if close(actual, expected, rtol=1e-5, atol=1e-5) and close(eager, expected, rtol=1e-5, atol=1e-5):
+        actual = require_array(
+            actual, (), what="prefix_sum under jax.jit", expected="the sum, a scalar"
+        )
+        if close(actual, expected, rtol=1e-5, atol=1e-5) and close(
+            eager, expected, rtol=1e-5, atol=1e-5
+        ):
             continue
         if close(actual, x[: n + 1].sum(dtype=np.float64), atol=1e-5):
-            require(False, "off by one: the first n entries are positions 0 ... n-1, so use < n, not <= n.")
+            require(
+                False,
+                "off by one: the first n entries are positions 0 ... n-1, so use < n, not <= n.",
+            )
         require(False, f"prefix_sum(x, {n}) should be {expected:.5f}, got {float(actual):.5f}.")
     require(
         counted.traces == 1,
@@ -189,13 +206,22 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
 
 
 _CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
-_READ_AT_A_POSITION = {"dynamic_slice", "gather", "dynamic_update_slice", "scatter", "scatter-add", "scatter_add"}
+_READ_AT_A_POSITION = {
+    "dynamic_slice",
+    "gather",
+    "dynamic_update_slice",
+    "scatter",
+    "scatter-add",
+    "scatter_add",
+}
 
 
 def _require_one_masked_pass(prefix_sum: Callable, x, n, hints) -> None:
     """The method: one pass over all of x, selected by a mask of positions compared with n. The
     jaxpr must hold no cumulative primitive, no read at a position computed from n, no loop."""
-    primitives = set(primitive_names(traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints))))
+    primitives = set(
+        primitive_names(traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints)))
+    )
     require(
         not primitives & _CUMULATIVE,
         "the values are right, but a cumulative sum followed by a read at position n skips the lesson: "
@@ -284,7 +310,10 @@ def check_polynomial_features(polynomial_features: Callable) -> None:
 @exercise_checker("Exercise 4 (a polynomial class as a pytree, with a pure method)")
 def check_polynomial_class(Polynomial: type) -> None:
     """Checks a pytree class `Polynomial(coefficients)` with `__call__(x)` and a pure `derivative()`."""
-    require(inspect.isclass(Polynomial), "pass the class itself, e.g. check_polynomial_class(Polynomial).")
+    require(
+        inspect.isclass(Polynomial),
+        "pass the class itself, e.g. check_polynomial_class(Polynomial).",
+    )
     rng = np.random.default_rng(4)
     cubic = rng.normal(size=4).astype(np.float32)
     other_cubic = rng.normal(size=4).astype(np.float32)
@@ -339,7 +368,9 @@ def check_polynomial_class(Polynomial: type) -> None:
     counted = count_traces(evaluate)
     apply = jax.jit(counted)
     for coefficients in (cubic, other_cubic, quadratic):
-        polynomial = _run(Polynomial, jnp.asarray(coefficients), hints=hints, what="Polynomial(coefficients)")
+        polynomial = _run(
+            Polynomial, jnp.asarray(coefficients), hints=hints, what="Polynomial(coefficients)"
+        )
         result = _run(apply, polynomial, x, hints=hints, what="jax.jit(lambda p, x: p(x))")
         require(
             close(result, np.polyval(coefficients, np.asarray(x)), rtol=1e-4, atol=1e-5),
@@ -351,7 +382,10 @@ def check_polynomial_class(Polynomial: type) -> None:
                 "two cubics were traced twice: the coefficients must be a traced leaf, so that one "
                 "compilation serves every polynomial of the same degree.",
             )
-    require(counted.traces == 2, "a polynomial of another degree has a new shape, so it should trace again.")
+    require(
+        counted.traces == 2,
+        "a polynomial of another degree has a new shape, so it should trace again.",
+    )
 
     derivative = _run(getattr(first, "derivative", None), hints=hints, what="Polynomial.derivative")
     require(
@@ -365,13 +399,28 @@ def check_polynomial_class(Polynomial: type) -> None:
     )
     expected = np.polyval(np.polyder(cubic), np.asarray(x))
     require(
-        close(_run(derivative, x, hints=hints, what="the derivative's __call__"), expected, rtol=1e-4, atol=1e-5),
+        close(
+            _run(derivative, x, hints=hints, what="the derivative's __call__"),
+            expected,
+            rtol=1e-4,
+            atol=1e-5,
+        ),
         "wrong derivative: drop the constant term and multiply each coefficient by its power "
         "(for a cubic: 3, 2, 1).",
     )
-    jitted = _run(jax.jit(lambda p: p.derivative()), first, hints=hints, what="jax.jit(lambda p: p.derivative())")
+    jitted = _run(
+        jax.jit(lambda p: p.derivative()),
+        first,
+        hints=hints,
+        what="jax.jit(lambda p: p.derivative())",
+    )
     require(
         isinstance(jitted, Polynomial)
-        and close(_run(jitted, x, hints=hints, what="the derivative's __call__"), expected, rtol=1e-4, atol=1e-5),
+        and close(
+            _run(jitted, x, hints=hints, what="the derivative's __call__"),
+            expected,
+            rtol=1e-4,
+            atol=1e-5,
+        ),
         "jax.jit(lambda p: p.derivative()) should return the derivative as a Polynomial.",
     )

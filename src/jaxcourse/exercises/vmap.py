@@ -79,7 +79,9 @@ def _require_vmap(answer, args: tuple, levels: int, hint: str, what: str) -> Non
     require(depth is None or depth >= levels, hint)
 
 
-def _require_values(result, expected: np.ndarray, what: str, expected_words: str, wrong_values_hint: str) -> None:
+def _require_values(
+    result, expected: np.ndarray, what: str, expected_words: str, wrong_values_hint: str
+) -> None:
     """One array of the expected shape first (a hint naming what came instead), then its values."""
     result = require_array(result, expected.shape, what=what, expected=expected_words)
     require(close(result, expected, rtol=1e-4, atol=1e-5), wrong_values_hint)
@@ -111,12 +113,16 @@ def check_predict_all(predict_all) -> None:
                 "weights and entry i of the bias. Share them with in_axes=(None, None, 0).",
             )
             require(
-                _shape(result) != (4, n_examples) or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
+                _shape(result) != (4, n_examples)
+                or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
                 "the values are right but transposed: the batch axis of the result should come first "
                 "(out_axes=0, the default).",
             )
             _require_values(
-                result, expected, f"predict_all{how}", f"{n_examples} examples x 4 outputs",
+                result,
+                expected,
+                f"predict_all{how}",
+                f"{n_examples} examples x 4 outputs",
                 f"the shape is right but the values are not (batch of {n_examples} examples{how}): each "
                 "example should meet the whole weight matrix and the whole bias, in_axes=(None, None, 0).",
             )
@@ -156,13 +162,21 @@ _BOOLEAN_MASK_HINT = (
 def check_positive_mean(positive_mean) -> None:
     """`positive_mean(x)` on one vector works eagerly, under `vmap` and under `jit(vmap(...))`."""
     rows = jnp.asarray(_POSITIVE_MEAN_ROWS)
-    hints = ((IndexError, "", _BOOLEAN_MASK_HINT), (jax.errors.NonConcreteBooleanIndexError, "", _BOOLEAN_MASK_HINT))
+    hints = (
+        (IndexError, "", _BOOLEAN_MASK_HINT),
+        (jax.errors.NonConcreteBooleanIndexError, "", _BOOLEAN_MASK_HINT),
+    )
     single = call_answer(positive_mean, rows[0], what="positive_mean")
     require_array(single, (), what="positive_mean of one vector", expected="a scalar")
     results = {
-        "jax.vmap(positive_mean)": call_answer(jax.vmap(positive_mean), rows, what="jax.vmap(positive_mean)", hints=hints),
+        "jax.vmap(positive_mean)": call_answer(
+            jax.vmap(positive_mean), rows, what="jax.vmap(positive_mean)", hints=hints
+        ),
         "jax.jit(jax.vmap(positive_mean))": call_answer(
-            jax.jit(jax.vmap(positive_mean)), rows, what="jax.jit(jax.vmap(positive_mean))", hints=hints
+            jax.jit(jax.vmap(positive_mean)),
+            rows,
+            what="jax.jit(jax.vmap(positive_mean))",
+            hints=hints,
         ),
     }
     for how, result in results.items():
@@ -178,7 +192,12 @@ def check_positive_mean(positive_mean) -> None:
         )
         nonnegative_count = np.maximum((_POSITIVE_MEAN_ROWS >= 0).sum(axis=1), 1)
         require(
-            not close(result, _POSITIVE_MEAN_ROWS.clip(min=0).sum(axis=1) / nonnegative_count, rtol=1e-4, atol=1e-5),
+            not close(
+                result,
+                _POSITIVE_MEAN_ROWS.clip(min=0).sum(axis=1) / nonnegative_count,
+                rtol=1e-4,
+                atol=1e-5,
+            ),
             "zeros are not positive: count the entries with x > 0, not x >= 0.",
         )
         require(
@@ -211,10 +230,14 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
         ys = rng.normal(size=(m, 3)).astype(np.float32)
         ys[0] = xs[0]  # a distance of exactly 0
         expected = ((xs[:, None, :].astype(np.float64) - ys[None, :, :]) ** 2).sum(axis=-1)
-        results = call_eager_and_jitted(pairwise_sq_dists, jnp.asarray(xs), jnp.asarray(ys), hints=_ZIPPED_HINTS)
+        results = call_eager_and_jitted(
+            pairwise_sq_dists, jnp.asarray(xs), jnp.asarray(ys), hints=_ZIPPED_HINTS
+        )
         for how, result in results:
             require(
-                n == m or _shape(result) != (m, n) or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
+                n == m
+                or _shape(result) != (m, n)
+                or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
                 "the values are right but transposed: the outer vmap should run over xs, so that "
                 "rows are indexed by xs (or set out_axes=1 on the outer vmap).",
             )
@@ -223,7 +246,10 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
                 f"a single vmap pairs xs[i] with ys[i]; nest two vmaps to get every pair (shape {(n, m)}).",
             )
             _require_values(
-                result, expected, f"pairwise_sq_dists{how}", f"{n} points of xs x {m} of ys",
+                result,
+                expected,
+                f"pairwise_sq_dists{how}",
+                f"{n} points of xs x {m} of ys",
                 f"the shape is right but the values are not ({n} x {m} points{how}): is sq_dist applied "
                 "to one point of xs and one point of ys?",
             )
@@ -283,33 +309,52 @@ def _clipping_cases() -> list[tuple[str, object, tuple, float]]:
     ]
 
 
-def _wrong_clipping_hint(result: np.ndarray, grads: np.ndarray, expected: np.ndarray, max_norm: float,
-                         poisson_expected: np.ndarray) -> str:
+def _wrong_clipping_hint(
+    result: np.ndarray,
+    grads: np.ndarray,
+    expected: np.ndarray,
+    max_norm: float,
+    poisson_expected: np.ndarray,
+) -> str:
     """The hint naming the clipping mistake that explains `result`, else a general one."""
     unclipped = grads.mean(axis=0)
     norms = np.linalg.norm(grads, axis=1, keepdims=True)
     candidates = [
-        (poisson_expected, "your per-example gradients are Poisson's although the loss passed in is "
-                           "another: differentiate the `loss` you are given, jax.vmap(jax.grad(loss), "
-                           "in_axes=(None, 0, 0)), instead of a gradient derived by hand."),
-        (unclipped, "this is the plain mean gradient: no example was clipped. Scale each per-example "
-                    "gradient by min(1, max_norm / its norm)."),
-        (unclipped * min(1.0, max_norm / np.linalg.norm(unclipped)),
-         "you clipped the mean gradient. Clip each example's gradient first, then average."),
+        (
+            poisson_expected,
+            "your per-example gradients are Poisson's although the loss passed in is "
+            "another: differentiate the `loss` you are given, jax.vmap(jax.grad(loss), "
+            "in_axes=(None, 0, 0)), instead of a gradient derived by hand.",
+        ),
+        (
+            unclipped,
+            "this is the plain mean gradient: no example was clipped. Scale each per-example "
+            "gradient by min(1, max_norm / its norm).",
+        ),
+        (
+            unclipped * min(1.0, max_norm / np.linalg.norm(unclipped)),
+            "you clipped the mean gradient. Clip each example's gradient first, then average.",
+        ),
         (expected * len(grads), "this is the sum of the clipped gradients; return their mean."),
-        (np.clip(grads, -max_norm, max_norm).mean(axis=0),
-         "you clipped each coordinate to [-max_norm, max_norm]; clip the L2 norm of each whole "
-         "per-example gradient: scale it by min(1, max_norm / norm(g_i))."),
-        ((grads * max_norm / np.where(norms > 0, norms, 1.0)).mean(axis=0),
-         "you rescaled every gradient to norm max_norm, also the small ones: scale by "
-         "min(1, max_norm / norm), which leaves gradients already within max_norm alone."),
+        (
+            np.clip(grads, -max_norm, max_norm).mean(axis=0),
+            "you clipped each coordinate to [-max_norm, max_norm]; clip the L2 norm of each whole "
+            "per-example gradient: scale it by min(1, max_norm / norm(g_i)).",
+        ),
+        (
+            (grads * max_norm / np.where(norms > 0, norms, 1.0)).mean(axis=0),
+            "you rescaled every gradient to norm max_norm, also the small ones: scale by "
+            "min(1, max_norm / norm), which leaves gradients already within max_norm alone.",
+        ),
     ]
     for candidate, hint in candidates:
         if close(result, candidate, rtol=1e-3, atol=1e-4):
             return hint
-    return ("wrong values. Check the per-example gradients (what jax.vmap(jax.grad(loss), "
-            "in_axes=(None, 0, 0)) gives), then the clipping: each g_i times min(1, max_norm / "
-            "norm(g_i)), then the mean over the examples.")
+    return (
+        "wrong values. Check the per-example gradients (what jax.vmap(jax.grad(loss), "
+        "in_axes=(None, 0, 0)) gives), then the clipping: each g_i times min(1, max_norm / "
+        "norm(g_i)), then the mean over the examples."
+    )
 
 
 _PYTHON_MIN_HINTS = (
@@ -335,14 +380,19 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
     gradients must come from autodiff of `loss` (a gradient derived by hand for one loss fails on
     the other), batched by vmap: the program does not grow with the number of examples."""
     cases = _clipping_cases()
-    require_accepts(clipped_mean_grad, poisson_loss, *cases[0][2], cases[0][3], what="clipped_mean_grad")
+    require_accepts(
+        clipped_mean_grad, poisson_loss, *cases[0][2], cases[0][3], what="clipped_mean_grad"
+    )
     for case, loss, args, max_norm in cases:
         grads = _per_example_grads(loss, *args)
         expected = _clipped_reference(grads, max_norm)
         poisson_expected = _clipped_reference(_per_example_grads(poisson_loss, *args), max_norm)
         results = call_eager_and_jitted(
             lambda *a, loss=loss: clipped_mean_grad(loss, *a),
-            *args, max_norm, what="clipped_mean_grad", hints=_PYTHON_MIN_HINTS,
+            *args,
+            max_norm,
+            what="clipped_mean_grad",
+            hints=_PYTHON_MIN_HINTS,
         )
         for how, result in results:
             require(
@@ -350,7 +400,9 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
                 f"you returned one gradient per example, shape {grads.shape}; clip each of them, then "
                 "return their mean over the examples.",
             )
-            result = require_array(result, expected.shape, what=f"clipped_mean_grad{how}", expected="the shape of w")
+            result = require_array(
+                result, expected.shape, what=f"clipped_mean_grad{how}", expected="the shape of w"
+            )
             require(
                 bool(np.all(np.isfinite(result))),
                 f"with {case} the result has a NaN or inf: one example's gradient is exactly zero, so "
@@ -358,13 +410,18 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
                 "fine inside the minimum); dividing the gradient by its norm gives NaN.",
             )
             if not close(result, expected, rtol=1e-3, atol=1e-4):
-                require(False, f"with {case}{how}: " + _wrong_clipping_hint(result, grads, expected, max_norm, poisson_expected))
+                require(
+                    False,
+                    f"with {case}{how}: "
+                    + _wrong_clipping_hint(result, grads, expected, max_norm, poisson_expected),
+                )
     weights = _clipping_cases()[0][2][0]
     small, large = next(_fresh_sizes), next(_fresh_sizes) + 8
     sizes = [
         _equation_count(
             lambda w, xs, ys, m: clipped_mean_grad(poisson_loss, w, xs, ys, m),
-            (weights, jnp.ones((n, 3)), jnp.ones((n,)), 0.3), what="clipped_mean_grad",
+            (weights, jnp.ones((n, 3)), jnp.ones((n,)), 0.3),
+            what="clipped_mean_grad",
         )
         for n in (small, large)
     ]

@@ -19,6 +19,10 @@ ELBO), `_reference` (pyPLNmodels), `separation` (quasi-separation), `bootstrap` 
 bootstrap of B's standard errors).
 """
 
+from . import bootstrap as bootstrap
+from . import constants as constants
+from . import convergence as convergence
+from . import custom_gradient as custom_gradient
 from . import level0 as level0
 from . import level1 as level1
 from . import level2 as level2
@@ -26,37 +30,28 @@ from . import level3 as level3
 from . import level4 as level4
 from . import level5 as level5
 from . import level6 as level6
-from . import constants as constants
-from . import convergence as convergence
-from . import custom_gradient as custom_gradient
 from . import profiled as profiled
 from . import separation as separation
-from . import bootstrap as bootstrap
 from ._algorithm import ADAM as ADAM
 from ._algorithm import LEARNING_RATE as LEARNING_RATE
-from ._algorithm import FitResult as FitResult
 from ._algorithm import FitDivergedWarning as FitDivergedWarning
+from ._algorithm import FitResult as FitResult
 from ._algorithm import init_variational as init_variational
 from ._algorithm import negative_elbo as negative_elbo
 from ._algorithm import update_step as update_step
 from ._data import PLNData as PLNData
-from ._data import as_float64 as as_float64
 from ._data import Simulation as Simulation
-from ._data import load_oaks as load_oaks
+from ._data import as_float64 as as_float64
 from ._data import design_matrix as design_matrix
+from ._data import load_oaks as load_oaks
 from ._data import make_data as make_data
 from ._data import simulate as simulate
-from ._reference import ReferenceFit as ReferenceFit
-from ._reference import ReferenceTrace as ReferenceTrace
-from ._reference import trace_pyplnmodels as trace_pyplnmodels
-from ._sharded import sharded_elbo as sharded_elbo
-from ._reference import fit_pyplnmodels as fit_pyplnmodels
+from ._model import ElboStatistics as ElboStatistics
 from ._model import ModelParams as ModelParams
 from ._model import Variational as Variational
 from ._model import closed_form_coef as closed_form_coef
 from ._model import closed_form_covariance as closed_form_covariance
 from ._model import closed_form_params as closed_form_params
-from ._model import ElboStatistics as ElboStatistics
 from ._model import elbo as elbo
 from ._model import elbo_from_statistics as elbo_from_statistics
 from ._model import elbo_statistics as elbo_statistics
@@ -66,6 +61,11 @@ from ._model import log_factorial as log_factorial
 from ._model import log_factorial_stirling as log_factorial_stirling
 from ._model import profiled_elbo as profiled_elbo
 from ._model import stirling_correction as stirling_correction
+from ._reference import ReferenceFit as ReferenceFit
+from ._reference import ReferenceTrace as ReferenceTrace
+from ._reference import fit_pyplnmodels as fit_pyplnmodels
+from ._reference import trace_pyplnmodels as trace_pyplnmodels
+from ._sharded import sharded_elbo as sharded_elbo
 
 LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4, 5: level5, 6: level6}
 """Level number -> module, for all seven levels; each module's `fit` follows the contract above."""

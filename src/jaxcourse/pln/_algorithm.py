@@ -6,7 +6,8 @@ The levels differ only in how they organise this computation for JAX, so their E
 from __future__ import annotations
 
 import warnings
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -14,8 +15,8 @@ import numpy as np
 import optax
 
 from ._data import PLNData
-from .separation import find_separation, warn_separation
 from ._model import ModelParams, Variational, closed_form_params, elbo
+from .separation import find_separation, warn_separation
 
 LEARNING_RATE = 0.05
 """Adam's step size on (M, S): on oaks, a stable choice for the levels' gradient steps (the
@@ -58,12 +59,16 @@ class FitResult(NamedTuple):
     status: jax.Array = None
 
     @classmethod
-    def of_all_steps(cls, elbo_trace: jax.Array, variational: Variational, params: ModelParams) -> FitResult:
+    def of_all_steps(
+        cls, elbo_trace: jax.Array, variational: Variational, params: ModelParams
+    ) -> FitResult:
         """The result of a fit that took one step per entry of `elbo_trace` (levels 0-4): it
         reached its iteration limit, or diverged if anything it returns is not finite."""
         finite = jnp.all(jnp.isfinite(elbo_trace)) & all_finite((variational, params))
         status = jnp.where(finite, ITERATION_LIMIT, DIVERGED).astype(jnp.int32)
-        return cls(elbo_trace, variational, params, jnp.asarray(elbo_trace.shape[0], jnp.int32), status)
+        return cls(
+            elbo_trace, variational, params, jnp.asarray(elbo_trace.shape[0], jnp.int32), status
+        )
 
     @property
     def status_name(self) -> str:
@@ -83,17 +88,24 @@ def all_finite(tree) -> jax.Array:
 def _non_finite_report(result: FitResult) -> str:
     """Which of the ELBO, M, S, B and Sigma hold NaN or infinite entries, and how many."""
     parts = {
-        "ELBO": result.elbo_trace[int(result.n_steps)] if int(result.n_steps) < result.elbo_trace.shape[0] else
-        result.elbo_trace[-1],
-        "M": result.variational.latent_mean, "S": result.variational.latent_sqrt_var,
-        "B": result.params.coef, "Sigma": result.params.covariance,
+        "ELBO": result.elbo_trace[int(result.n_steps)]
+        if int(result.n_steps) < result.elbo_trace.shape[0]
+        else result.elbo_trace[-1],
+        "M": result.variational.latent_mean,
+        "S": result.variational.latent_sqrt_var,
+        "B": result.params.coef,
+        "Sigma": result.params.covariance,
     }
     bad = []
     for name, array in parts.items():
         array = np.asarray(array)
         count = int(array.size - np.count_nonzero(np.isfinite(array)))
         if count:
-            bad.append(f"{name} ({count} of {array.size} entries)" if array.size > 1 else f"{name} = {array.item()}")
+            bad.append(
+                f"{name} ({count} of {array.size} entries)"
+                if array.size > 1
+                else f"{name} = {array.item()}"
+            )
     return ", ".join(bad) if bad else "nothing (the fit was stopped at that step)"
 
 
@@ -105,7 +117,9 @@ def first_bad_step(result: FitResult) -> int:
     return int(bad[0]) if bad.size else int(result.n_steps)
 
 
-def report_divergence(result: FitResult, replay: Callable[[int], FitResult], *, stacklevel: int = 3) -> FitResult:
+def report_divergence(
+    result: FitResult, replay: Callable[[int], FitResult], *, stacklevel: int = 3
+) -> FitResult:
     """The result of a fit as it should be returned: unchanged unless it diverged.
 
     A diverged fit warns (`FitDivergedWarning`, naming the step and what went non-finite) and
@@ -127,7 +141,9 @@ def report_divergence(result: FitResult, replay: Callable[[int], FitResult], *, 
     what = _non_finite_report(result)
     last = bad_step - 1
     kept = replay(last)
-    trace = jnp.where(jnp.arange(result.elbo_trace.shape[0]) <= last, result.elbo_trace, result.elbo_trace[last])
+    trace = jnp.where(
+        jnp.arange(result.elbo_trace.shape[0]) <= last, result.elbo_trace, result.elbo_trace[last]
+    )
     warnings.warn(
         f"the fit diverged: after step {bad_step} it found non-finite {what}. It returns the last "
         f"iterate with a finite ELBO (after {last} steps, ELBO {float(result.elbo_trace[last]):.6g}) with "
@@ -135,7 +151,13 @@ def report_divergence(result: FitResult, replay: Callable[[int], FitResult], *, 
         FitDivergedWarning,
         stacklevel=stacklevel,
     )
-    return FitResult(trace, kept.variational, kept.params, jnp.asarray(last, jnp.int32), jnp.asarray(DIVERGED, jnp.int32))
+    return FitResult(
+        trace,
+        kept.variational,
+        kept.params,
+        jnp.asarray(last, jnp.int32),
+        jnp.asarray(DIVERGED, jnp.int32),
+    )
 
 
 def negative_elbo(variational: Variational, params: ModelParams, data: PLNData) -> jax.Array:

@@ -61,7 +61,9 @@ def as_float64(tree):
         RuntimeError: float64 is not enabled.
     """
     if jax.dtypes.canonicalize_dtype(jnp.float64) != np.float64:
-        raise RuntimeError("as_float64 needs float64 enabled: call it inside `with jax.enable_x64(True):`.")
+        raise RuntimeError(
+            "as_float64 needs float64 enabled: call it inside `with jax.enable_x64(True):`."
+        )
     return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), tree)
 
 
@@ -70,9 +72,7 @@ def _as_float_matrix(name: str, value) -> np.ndarray:
     if isinstance(value, (str, bytes)) or value is None:
         raise TypeError(f"{name} must be a 2-D array of numbers, got {type(value).__name__}.")
     array = np.asarray(value)
-    if array.dtype == object or not (
-        np.issubdtype(array.dtype, np.number) or array.dtype == bool
-    ):
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         raise TypeError(f"{name} must hold numbers, got an array of dtype {array.dtype}.")
     if np.iscomplexobj(array):
         raise TypeError(f"{name} must be real, got complex dtype {array.dtype}.")
@@ -115,19 +115,27 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
     counts = _as_float_matrix("counts", counts)
     _check_finite("counts", counts)
     if np.any(counts < 0):
-        raise ValueError(f"counts must be non-negative, but {int(np.sum(counts < 0))} are negative.")
+        raise ValueError(
+            f"counts must be non-negative, but {int(np.sum(counts < 0))} are negative."
+        )
     if np.any(counts != np.round(counts)):
-        raise ValueError("counts must be whole numbers (Poisson counts), but some have a fractional part.")
+        raise ValueError(
+            "counts must be whole numbers (Poisson counts), but some have a fractional part."
+        )
     n_samples, n_species = counts.shape
     if n_samples < 1 or n_species < 1:
-        raise ValueError(f"counts must have at least one row and one column, got shape {counts.shape}.")
+        raise ValueError(
+            f"counts must have at least one row and one column, got shape {counts.shape}."
+        )
 
     if offsets is None:
         offsets = np.zeros_like(counts)
     offsets = _as_float_matrix("offsets", offsets)
     _check_rows("offsets", offsets, n_samples)
     if offsets.shape != counts.shape:
-        raise ValueError(f"offsets must have the shape of counts {counts.shape}, got {offsets.shape}.")
+        raise ValueError(
+            f"offsets must have the shape of counts {counts.shape}, got {offsets.shape}."
+        )
     _check_finite("offsets", offsets)
 
     if covariates is None:
@@ -162,10 +170,14 @@ def design_matrix(columns: dict) -> tuple[np.ndarray, tuple[str, ...]]:
         The `(n_samples, n_covariates)` design matrix and the name of each column.
     """
     if not columns:
-        raise ValueError("design_matrix needs at least one column (the intercept is added for you).")
+        raise ValueError(
+            "design_matrix needs at least one column (the intercept is added for you)."
+        )
     lengths = {len(values) for values in columns.values()}
     if len(lengths) != 1:
-        raise ValueError(f"every column must have one value per sample, got lengths {sorted(lengths)}.")
+        raise ValueError(
+            f"every column must have one value per sample, got lengths {sorted(lengths)}."
+        )
     n_samples = lengths.pop()
     blocks, names = [np.ones((n_samples, 1))], ["intercept"]
     for name, values in columns.items():
@@ -212,7 +224,11 @@ def load_oaks(repeat: int = 1, *, covariates: tuple[str, ...] = ()) -> PLNData:
     oaks = _pyplnmodels_load_oaks()
     counts = np.tile(np.asarray(oaks["endog"], dtype=np.float64), (repeat, 1))
     offsets = np.tile(np.asarray(oaks["offsets"], dtype=np.float64), (repeat, 1))
-    design = design_matrix({name: np.asarray(oaks[name]) for name in covariates})[0] if covariates else None
+    design = (
+        design_matrix({name: np.asarray(oaks[name]) for name in covariates})[0]
+        if covariates
+        else None
+    )
     return make_data(counts, offsets, None if design is None else np.tile(design, (repeat, 1)))
 
 

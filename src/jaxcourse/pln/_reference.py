@@ -39,7 +39,11 @@ def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> Ref
     """Fits pyPLNmodels' `Pln` (Rprop on the profiled ELBO) to `data`, silencing its progress output."""
     from pyPLNmodels import Pln
 
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),
+        contextlib.redirect_stderr(io.StringIO()),
+    ):
         warnings.simplefilter("ignore")
         model = Pln(
             np.asarray(data.counts),
@@ -51,7 +55,9 @@ def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> Ref
         model.fit(maxiter=maxiter)
         seconds = time.perf_counter() - start
         elbo_stirling = float(model.compute_elbo())
-    return ReferenceFit(elbo_stirling - stirling_correction(data.counts), elbo_stirling, seconds, model)
+    return ReferenceFit(
+        elbo_stirling - stirling_correction(data.counts), elbo_stirling, seconds, model
+    )
 
 
 class ReferenceTrace(NamedTuple):
@@ -78,7 +84,9 @@ def describe_torch_optimizer(optimizer) -> str:
     """`torch.optim.Rprop(lr=0.01, etas=(0.5, 1.2), step_sizes=(1e-10, 50))`: the class and the
     settings of a torch optimizer (its `defaults`, leaving out implementation switches)."""
     switches = {"foreach", "maximize", "capturable", "differentiable", "fused"}
-    settings = ", ".join(f"{name}={value!r}" for name, value in optimizer.defaults.items() if name not in switches)
+    settings = ", ".join(
+        f"{name}={value!r}" for name, value in optimizer.defaults.items() if name not in switches
+    )
     return f"torch.optim.{type(optimizer).__name__}({settings})"
 
 
@@ -183,8 +191,9 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     Raises:
         ValueError: the sandwich needs more samples than coefficients (n > d p), as in pyPLNmodels.
     """
-    import torch
     from types import SimpleNamespace
+
+    import torch
     from pyPLNmodels.calculations.sandwich import SandwichPln
 
     n_coef = data.n_covariates * data.n_species
@@ -197,9 +206,14 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
         return torch.as_tensor(np.asarray(array, dtype=np.float64))
 
     fitted = SimpleNamespace(
-        _endog=tensor(data.counts), _exog=tensor(data.covariates), _offsets=tensor(data.offsets),
-        nb_cov=data.n_covariates, dim=data.n_species, n_samples=data.n_samples,
-        _latent_mean=tensor(result.variational.latent_mean), _latent_sqrt_variance=tensor(result.variational.latent_sqrt_var),
+        _endog=tensor(data.counts),
+        _exog=tensor(data.covariates),
+        _offsets=tensor(data.offsets),
+        nb_cov=data.n_covariates,
+        dim=data.n_species,
+        n_samples=data.n_samples,
+        _latent_mean=tensor(result.variational.latent_mean),
+        _latent_sqrt_variance=tensor(result.variational.latent_sqrt_var),
         _covariance=tensor(result.params.covariance),
     )
     sandwich = SandwichPln(fitted)

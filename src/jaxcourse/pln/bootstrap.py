@@ -15,14 +15,15 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from . import level5, level6
 from ._algorithm import CONVERGED, FitResult
 from ._data import PLNData, make_data
 from ._model import ModelParams
-from .convergence import DEFAULT_TOL
-from . import level5, level6
+
 # pyPLNmodels' sandwich reads its private attributes, so it lives in _reference with the other such reads.
 from ._reference import SandwichVariance as SandwichVariance
 from ._reference import pyplnmodels_sandwich as pyplnmodels_sandwich
+from .convergence import DEFAULT_TOL
 
 
 class Bootstrap(NamedTuple):
@@ -44,15 +45,22 @@ class Bootstrap(NamedTuple):
 
 def _check_params(data: PLNData, params) -> ModelParams:
     if not isinstance(params, ModelParams):
-        raise TypeError(f"params must be a pln.ModelParams (a fit's .params), got {type(params).__name__}.")
+        raise TypeError(
+            f"params must be a pln.ModelParams (a fit's .params), got {type(params).__name__}."
+        )
     coef_shape = (data.n_covariates, data.n_species)
     if jnp.shape(params.coef) != coef_shape:
-        raise ValueError(f"params.coef must have shape {coef_shape} (covariates x species), got {jnp.shape(params.coef)}.")
+        raise ValueError(
+            f"params.coef must have shape {coef_shape} (covariates x species), got {jnp.shape(params.coef)}."
+        )
     if jnp.shape(params.covariance) != (data.n_species, data.n_species):
         raise ValueError(
             f"params.covariance must have shape {(data.n_species, data.n_species)}, got {jnp.shape(params.covariance)}."
         )
-    if not (np.all(np.isfinite(np.asarray(params.coef))) and np.all(np.isfinite(np.asarray(params.covariance)))):
+    if not (
+        np.all(np.isfinite(np.asarray(params.coef)))
+        and np.all(np.isfinite(np.asarray(params.covariance)))
+    ):
         raise ValueError("params must be finite: bootstrap from a fit that did not diverge.")
     return params
 
@@ -61,7 +69,9 @@ def _check_draws(n_draws) -> int:
     if isinstance(n_draws, bool) or not isinstance(n_draws, (int, np.integer)):
         raise TypeError(f"n_draws must be an int, got {type(n_draws).__name__}.")
     if n_draws < 2:
-        raise ValueError(f"n_draws must be at least 2 (a standard deviation needs two draws), got {n_draws}.")
+        raise ValueError(
+            f"n_draws must be at least 2 (a standard deviation needs two draws), got {n_draws}."
+        )
     return int(n_draws)
 
 
@@ -78,7 +88,9 @@ def draw_counts(key: jax.Array, data: PLNData, params: ModelParams) -> jax.Array
     return jax.random.poisson(key_counts, jnp.exp(data.offsets + latent)).astype(data.counts.dtype)
 
 
-def simulate_from_fit(data: PLNData, params: ModelParams, *, key: jax.Array, n_draws: int) -> list[PLNData]:
+def simulate_from_fit(
+    data: PLNData, params: ModelParams, *, key: jax.Array, n_draws: int
+) -> list[PLNData]:
     """`n_draws` data sets drawn from the fitted model `params` (B, Sigma), each with `data`'s
     covariates and offsets and new counts (`draw_counts`, one key per draw).
 
@@ -87,11 +99,17 @@ def simulate_from_fit(data: PLNData, params: ModelParams, *, key: jax.Array, n_d
             finite, or `n_draws` is not an int of at least 2.
     """
     if not isinstance(data, PLNData):
-        raise TypeError(f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}.")
+        raise TypeError(
+            f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}."
+        )
     params = _check_params(data, params)
     n_draws = _check_draws(n_draws)
-    counts = np.asarray(jax.vmap(draw_counts, in_axes=(0, None, None))(jax.random.split(key, n_draws), data, params))
-    return [make_data(table, np.asarray(data.offsets), np.asarray(data.covariates)) for table in counts]
+    counts = np.asarray(
+        jax.vmap(draw_counts, in_axes=(0, None, None))(jax.random.split(key, n_draws), data, params)
+    )
+    return [
+        make_data(table, np.asarray(data.offsets), np.asarray(data.covariates)) for table in counts
+    ]
 
 
 def bootstrap_coef(
@@ -131,4 +149,9 @@ def loop_of_fits(
     `(len(datasets), n_covariates, n_species)` B, the same numbers as `fit_many`'s."""
     if not datasets:
         raise ValueError("loop_of_fits needs at least one data set.")
-    return np.stack([np.asarray(level5.fit(d, n_iter, optimizer=optimizer, tol=tol).params.coef) for d in datasets])
+    return np.stack(
+        [
+            np.asarray(level5.fit(d, n_iter, optimizer=optimizer, tol=tol).params.coef)
+            for d in datasets
+        ]
+    )

@@ -6,7 +6,8 @@
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -26,6 +27,7 @@ TOL_WINDOW = 50
 """Iterations the convergence test averages over. One float32 ELBO difference is too noisy:
 two consecutive values can round to the same number long before the fit has converged, and
 Rprop's ELBO wobbles by more than its trend near the end."""
+
 
 class LoopState(NamedTuple):
     """The carry of `run_loop`: the current iterate x_k, its optimizer state, and what the
@@ -80,7 +82,8 @@ def run_loop(
     n_species = problem.counts.shape[1]
     dtype = problem.counts.dtype
     empty_params = ModelParams(
-        jnp.zeros((problem.covariates.shape[1], n_species), dtype), jnp.zeros((n_species, n_species), dtype)
+        jnp.zeros((problem.covariates.shape[1], n_species), dtype),
+        jnp.zeros((n_species, n_species), dtype),
     )
 
     def body(carry):
@@ -100,14 +103,21 @@ def run_loop(
         status = jnp.where(diverged, DIVERGED, jnp.where(converged, CONVERGED, ITERATION_LIMIT))
         descent = jax.tree.map(jnp.negative, evaluation.grad)
         updates, opt_state = transform.update(
-            descent, state.opt_state, state.variational, value=-elbo, curvature=evaluation.curvature, reduce=reduce
+            descent,
+            state.opt_state,
+            state.variational,
+            value=-elbo,
+            curvature=evaluation.curvature,
+            reduce=reduce,
         )
         # The last evaluated point is returned, so that its ELBO and parameters belong together.
         variational = jax.tree.map(
             lambda x, u: jnp.where(done, x, x + u), state.variational, updates
         )
         step = state.step + jnp.where(done, 0, 1)
-        return LoopState(variational, opt_state, trace, step, elbo, done, status.astype(jnp.int32)), evaluation.params
+        return LoopState(
+            variational, opt_state, trace, step, elbo, done, status.astype(jnp.int32)
+        ), evaluation.params
 
     initial = LoopState(
         variational=variational,

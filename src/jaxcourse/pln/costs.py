@@ -20,7 +20,9 @@ SHARED_ITERATION_LEVELS = (0, 1, 2, 3, 4)
 and Sigma), and so have one cost per iteration; they differ in how they call it."""
 
 
-def iteration_cost(level: int, data: PLNData, *, optimizer: optax.GradientTransformation | None = None) -> Cost:
+def iteration_cost(
+    level: int, data: PLNData, *, optimizer: optax.GradientTransformation | None = None
+) -> Cost:
     """The `Cost` (FLOPs, transcendentals, bytes) of one iteration of `level` on `data`.
 
     Levels 0-4: `update_step` compiled on its own, the iteration that level 0 runs op by op,
@@ -39,7 +41,9 @@ def iteration_cost(level: int, data: PLNData, *, optimizer: optax.GradientTransf
         ValueError: a level other than 0-5.
     """
     if level == 6:
-        raise ValueError("level 6 runs level 5's iteration on each device inside shard_map: use level 5.")
+        raise ValueError(
+            "level 6 runs level 5's iteration on each device inside shard_map: use level 5."
+        )
     if level in SHARED_ITERATION_LEVELS:
         return _shared_iteration_cost(data, ADAM if optimizer is None else optimizer)
     if level == 5:
@@ -56,7 +60,9 @@ _update_step = jax.jit(update_step, static_argnames="optimizer")
 def _shared_iteration_cost(data: PLNData, optimizer) -> Cost:
     variational = init_variational(data)
     params = closed_form_params(data, variational)
-    return cost_of(_update_step, variational, params, optimizer.init(variational), data, optimizer=optimizer)
+    return cost_of(
+        _update_step, variational, params, optimizer.init(variational), data, optimizer=optimizer
+    )
 
 
 def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:

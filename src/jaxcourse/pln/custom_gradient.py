@@ -63,11 +63,15 @@ def profiled_elbo_custom_vjp(problem: Problem, variational: Variational) -> jax.
             "prepare it once with jaxcourse.pln.profiled.prepare(data)."
         )
     if not isinstance(variational, Variational):
-        raise TypeError(f"variational must be a Variational (M, S), got {type(variational).__name__}.")
+        raise TypeError(
+            f"variational must be a Variational (M, S), got {type(variational).__name__}."
+        )
     expected = jnp.shape(problem.counts)
     for name, value in zip(Variational._fields, variational):
         if jnp.shape(value) != expected:
-            raise ValueError(f"{name} must have the shape of the counts {expected}, got {jnp.shape(value)}.")
+            raise ValueError(
+                f"{name} must have the shape of the counts {expected}, got {jnp.shape(value)}."
+            )
     return _profiled_elbo(problem, variational)
 
 
@@ -80,7 +84,9 @@ def relative_error(actual, reference) -> float:
     reference_leaves, reference_tree = jax.tree.flatten(reference)
     if actual_tree != reference_tree:
         raise ValueError(f"the two trees differ: {actual_tree} and {reference_tree}.")
-    difference = sum(np.sum(np.square(np.asarray(a, np.float64) - np.asarray(r, np.float64)))
-                     for a, r in zip(actual_leaves, reference_leaves))
+    difference = sum(
+        np.sum(np.square(np.asarray(a, np.float64) - np.asarray(r, np.float64)))
+        for a, r in zip(actual_leaves, reference_leaves)
+    )
     size = sum(np.sum(np.square(np.asarray(r, np.float64))) for r in reference_leaves)
     return float(np.sqrt(difference / size))

@@ -52,7 +52,12 @@ class FirstCall(NamedTuple):
 
 
 def time_first_call(
-    data: PLNData, n_iter: int, *, optimizer: str = "NEWTON_MOMENTUM", cache_dir=None, timeout_s: float = 300.0
+    data: PLNData,
+    n_iter: int,
+    *,
+    optimizer: str = "NEWTON_MOMENTUM",
+    cache_dir=None,
+    timeout_s: float = 300.0,
 ) -> FirstCall:
     """Times `level5.fit(data, n_iter, optimizer=level5.<optimizer>)` in a new Python process.
 
@@ -75,10 +80,19 @@ def time_first_call(
         env = {name: value for name, value in os.environ.items() if name not in _CACHE_VARIABLES}
         if cache_dir is not None:
             env.update(environment(cache_dir))
-        command = [sys.executable, "-m", "jaxcourse.pln.first_call", str(data_file), str(n_iter), optimizer]
+        command = [
+            sys.executable,
+            "-m",
+            "jaxcourse.pln.first_call",
+            str(data_file),
+            str(n_iter),
+            optimizer,
+        ]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout_s)
     if done.returncode != 0:
-        raise RuntimeError(f"the fresh process failed (exit {done.returncode}):\n{done.stderr[-2000:]}")
+        raise RuntimeError(
+            f"the fresh process failed (exit {done.returncode}):\n{done.stderr[-2000:]}"
+        )
     return FirstCall(**json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -116,7 +130,9 @@ def main(argv: list[str] | None = None) -> None:
                 "first_call_s": times[0],
                 "second_call_s": times[1],
                 "cache_hits": counter["/jax/compilation_cache/cache_hits"],
-                "cache_writes": counter["/jax/compilation_cache/cache_misses"],  # JAX counts a write as a miss
+                "cache_writes": counter[
+                    "/jax/compilation_cache/cache_misses"
+                ],  # JAX counts a write as a miss
                 "n_steps": int(result.n_steps),
             }
         )

@@ -5,7 +5,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
+from ._algorithm import (
+    ADAM,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    report_divergence,
+    update_step,
+)
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -31,9 +38,7 @@ class EagerPLN:
         return elbo
 
 
-def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
-) -> FitResult:
+def fit(data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM) -> FitResult:
     """Fits the PLN model by `n_iter` eager iterations; see `FitResult` for the shapes.
     A fit that diverges warns and returns its last finite iterate (`report_divergence`)."""
     check_fit_arguments(data, n_iter)
@@ -44,4 +49,6 @@ def run(data: PLNData, n_iter: int, optimizer: optax.GradientTransformation) -> 
     """`n_iter` eager iterations from the start (no input checks)."""
     model = EagerPLN(data, optimizer)
     trace = [model.step() for _ in range(n_iter)]
-    return FitResult.of_all_steps(jnp.asarray(trace, data.counts.dtype), model.variational, model.params)
+    return FitResult.of_all_steps(
+        jnp.asarray(trace, data.counts.dtype), model.variational, model.params
+    )

@@ -8,7 +8,14 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, negative_elbo
+from ._algorithm import (
+    ADAM,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    negative_elbo,
+    report_divergence,
+)
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -26,9 +33,7 @@ def optimizer_step(variational, grads, opt_state, optimizer):
     return optax.apply_updates(variational, updates), opt_state
 
 
-def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
-) -> FitResult:
+def fit(data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM) -> FitResult:
     """Fits the PLN model with three compiled calls per iteration; see `FitResult`.
     A fit that diverges warns and returns its last finite iterate (`report_divergence`)."""
     check_fit_arguments(data, n_iter)

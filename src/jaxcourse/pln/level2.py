@@ -7,7 +7,14 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
+from ._algorithm import (
+    ADAM,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    report_divergence,
+    update_step,
+)
 from ._data import PLNData
 from ._model import closed_form_params
 
@@ -30,12 +37,12 @@ def fit_compiled(data: PLNData, n_iter: int, optimizer: optax.GradientTransforma
     return FitResult.of_all_steps(trace, variational, params)
 
 
-def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
-) -> FitResult:
+def fit(data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM) -> FitResult:
     """Fits the PLN model in one compiled program; see `FitResult`.
 
     `n_iter` and `optimizer` are static: a new value of either compiles a new program.
     """
     check_fit_arguments(data, n_iter)
-    return report_divergence(fit_compiled(data, n_iter, optimizer), lambda k: fit_compiled(data, k, optimizer))
+    return report_divergence(
+        fit_compiled(data, n_iter, optimizer), lambda k: fit_compiled(data, k, optimizer)
+    )

@@ -14,7 +14,14 @@ from typing import NamedTuple
 import jax
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
+from ._algorithm import (
+    ADAM,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    report_divergence,
+    update_step,
+)
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params
 
@@ -94,5 +101,6 @@ def fit(
     """
     check_fit_arguments(data, n_iter)
     return report_divergence(
-        fit_compiled(data, n_iter, optimizer, container), lambda k: fit_compiled(data, k, optimizer, container)
+        fit_compiled(data, n_iter, optimizer, container),
+        lambda k: fit_compiled(data, k, optimizer, container),
     )

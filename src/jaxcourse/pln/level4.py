@@ -11,7 +11,14 @@ from functools import partial
 import jax
 import optax
 
-from ._algorithm import ADAM, FitResult, check_fit_arguments, report_divergence, init_variational, update_step
+from ._algorithm import (
+    ADAM,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    report_divergence,
+    update_step,
+)
 from ._data import PLNData
 from ._model import ModelParams, Variational, closed_form_params, elbo
 
@@ -65,6 +72,7 @@ class PLN:
 @partial(jax.jit, static_argnames=("n_iter", "optimizer"))
 def fit_compiled(model: PLN, n_iter: int, optimizer: optax.GradientTransformation) -> FitResult:
     """The jitted program behind `fit`: `lax.scan` over `PLN.step`, starting from `model`."""
+
     def body(carry, _):
         model, opt_state = carry
         model, opt_state, value = model.step(opt_state, optimizer)
@@ -75,10 +83,10 @@ def fit_compiled(model: PLN, n_iter: int, optimizer: optax.GradientTransformatio
     return FitResult.of_all_steps(trace, model.variational, model.params)
 
 
-def fit(
-    data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM
-) -> FitResult:
+def fit(data: PLNData, n_iter: int, *, optimizer: optax.GradientTransformation = ADAM) -> FitResult:
     """Fits the PLN model by scanning `PLN.step`; see `FitResult`."""
     check_fit_arguments(data, n_iter)
     model = PLN.initialize(data)
-    return report_divergence(fit_compiled(model, n_iter, optimizer), lambda k: fit_compiled(model, k, optimizer))
+    return report_divergence(
+        fit_compiled(model, n_iter, optimizer), lambda k: fit_compiled(model, k, optimizer)
+    )

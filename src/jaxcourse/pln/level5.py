@@ -45,15 +45,25 @@ iteration, and idle OpenBLAS threads spinning after each call take the core XLA 
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every"))
-def fit_compiled(problem, variational, tol, step_limit=None, *, n_iter, optimizer, monitor_every) -> FitResult:
+def fit_compiled(
+    problem, variational, tol, step_limit=None, *, n_iter, optimizer, monitor_every
+) -> FitResult:
     """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter`, `optimizer` and
     `monitor_every` are static (a new value compiles anew), `tol` and `step_limit` are traced."""
     return run_loop(
-        problem, variational, tol, n_iter=n_iter, optimizer=optimizer, monitor_every=monitor_every, step_limit=step_limit
+        problem,
+        variational,
+        tol,
+        n_iter=n_iter,
+        optimizer=optimizer,
+        monitor_every=monitor_every,
+        step_limit=step_limit,
     )
 
 
-def prepare_checked(data: PLNData, separation_limit: bool, *, stacklevel: int = 4) -> tuple[Problem, Separation]:
+def prepare_checked(
+    data: PLNData, separation_limit: bool, *, stacklevel: int = 4
+) -> tuple[Problem, Separation]:
     """`prepare(data)`, after looking for quasi-separation: warns if there is any
     (`SeparationWarning`) and, with `separation_limit`, holds those rates at 0 (see `fit`).
 
@@ -85,7 +95,9 @@ def check_start(data: PLNData, start) -> None:
         raise TypeError(f"start must be a Variational (M, S), got {type(start).__name__}.")
     for name, array in zip(start._fields, start):
         if jnp.shape(array) != data.counts.shape:
-            raise ValueError(f"start.{name} must have the counts' shape {data.counts.shape}, got {jnp.shape(array)}.")
+            raise ValueError(
+                f"start.{name} must have the counts' shape {data.counts.shape}, got {jnp.shape(array)}."
+            )
 
 
 def run_with_blas_threads(blas_threads: int | None, compiled, *args, **kwargs):
@@ -140,7 +152,9 @@ def fit(
         B and Sigma; `status` says whether it converged, hit `n_iter` or diverged. A fit that
         diverges warns (`FitDivergedWarning`) and returns its last iterate with a finite ELBO.
     """
-    check_fit_arguments(data, n_iter, warn_on_separation=False)  # before init_variational reads data
+    check_fit_arguments(
+        data, n_iter, warn_on_separation=False
+    )  # before init_variational reads data
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
     start = init_variational(data) if start is None else start
@@ -151,6 +165,8 @@ def fit(
 
     def run(step_limit):
         step_limit = jnp.asarray(step_limit, jnp.int32)
-        return run_with_blas_threads(blas_threads, fit_compiled, problem, start, tol, step_limit, **options)
+        return run_with_blas_threads(
+            blas_threads, fit_compiled, problem, start, tol, step_limit, **options
+        )
 
     return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)

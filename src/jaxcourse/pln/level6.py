@@ -36,12 +36,28 @@ from ._algorithm import (
 from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_tol, run_loop
-from .level5 import BLAS_THREADS, RPROP, check_flag, check_level_options, prepare_checked, run_with_blas_threads
+from .level5 import (
+    BLAS_THREADS,
+    RPROP,
+    check_flag,
+    check_level_options,
+    prepare_checked,
+    run_with_blas_threads,
+)
 from .profiled import prepare, problem_layout
-from .separation import SeparationWarning, find_separation, no_separation, push_to_limit, separation_message
+from .separation import (
+    SeparationWarning,
+    find_separation,
+    no_separation,
+    push_to_limit,
+    separation_message,
+)
+
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "mesh"))
-def _fit_sharded(problem, variational, tol, step_limit, *, n_iter, optimizer, monitor_every, mesh) -> FitResult:
+def _fit_sharded(
+    problem, variational, tol, step_limit, *, n_iter, optimizer, monitor_every, mesh
+) -> FitResult:
     rows = P(AXIS)
 
     @partial(
@@ -106,7 +122,9 @@ def fit(
 
     def run(step_limit):
         step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
-        return run_with_blas_threads(blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options)
+        return run_with_blas_threads(
+            blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options
+        )
 
     return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
 
@@ -128,9 +146,13 @@ def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Vari
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "batched_problem"))
 def _fit_many_compiled(problem, starts, tol, step_limits, *, n_iter, optimizer, batched_problem):
     def one_fit(problem, start, step_limit):
-        return run_loop(problem, start, tol, n_iter=n_iter, optimizer=optimizer, step_limit=step_limit)
+        return run_loop(
+            problem, start, tol, n_iter=n_iter, optimizer=optimizer, step_limit=step_limit
+        )
 
-    return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0, 0))(problem, starts, step_limits)
+    return jax.vmap(one_fit, in_axes=(0 if batched_problem else None, 0, 0))(
+        problem, starts, step_limits
+    )
 
 
 def fit_at(results: FitResult, index: int) -> FitResult:
@@ -162,9 +184,13 @@ def report_divergences(results: FitResult, replay) -> FitResult:
         last[index] = bad_step - 1
     kept = gathered(replay(jnp.asarray(last)))
     steps = jnp.arange(n_iter)[None, :]
-    last_elbo = jnp.take_along_axis(results.elbo_trace, jnp.minimum(jnp.asarray(last), n_iter - 1)[:, None], axis=1)
+    last_elbo = jnp.take_along_axis(
+        results.elbo_trace, jnp.minimum(jnp.asarray(last), n_iter - 1)[:, None], axis=1
+    )
     is_diverged = jnp.asarray(statuses == DIVERGED)[:, None]
-    trace = jnp.where(is_diverged & (steps > jnp.asarray(last)[:, None]), last_elbo, results.elbo_trace)
+    trace = jnp.where(
+        is_diverged & (steps > jnp.asarray(last)[:, None]), last_elbo, results.elbo_trace
+    )
     warnings.warn(
         f"{len(diverged)} of {n_fits} fits diverged (fits {diverged.tolist()[:10]}, after steps "
         f"{[int(last[i]) + 1 for i in diverged[:10]]}): they return their last iterate with a finite ELBO and "
@@ -264,6 +290,10 @@ def prepare_many(datasets: list[PLNData], separation_limit: bool) -> tuple[list,
             SeparationWarning,
             stacklevel=4,
         )
-    helds = [separation if separation_limit else no_separation(dataset) for dataset, separation in zip(datasets, found)]
-    return [prepare(dataset, held.mask if held.any else None) for dataset, held in zip(datasets, helds)], helds
-
+    helds = [
+        separation if separation_limit else no_separation(dataset)
+        for dataset, separation in zip(datasets, found)
+    ]
+    return [
+        prepare(dataset, held.mask if held.any else None) for dataset, held in zip(datasets, helds)
+    ], helds

@@ -45,8 +45,13 @@ def _fit_on_grid(problem, starts, tol, step_limits, *, n_iter, optimizer, mesh) 
     def on_each_device(problem_block, starts_block, tol, step_limits_block):
         def one_fit(start, step_limit):
             return run_loop(
-                problem_block, start, tol, n_iter=n_iter, optimizer=optimizer,
-                reduce=lambda tree: jax.lax.psum(tree, DATA), step_limit=step_limit,
+                problem_block,
+                start,
+                tol,
+                n_iter=n_iter,
+                optimizer=optimizer,
+                reduce=lambda tree: jax.lax.psum(tree, DATA),
+                step_limit=step_limit,
             )
 
         return jax.vmap(one_fit)(starts_block, step_limits_block)
@@ -90,13 +95,17 @@ def fit_restarts(
     samples, replicated = NamedSharding(mesh, P(DATA)), NamedSharding(mesh, P())
     problem, held = prepare_checked(data, True, stacklevel=3)
     problem = jax.device_put(problem, problem_layout(samples, replicated))
-    starts = jax.device_put(random_starts(data, keys, scale=scale), NamedSharding(mesh, P(MODEL, DATA)))
+    starts = jax.device_put(
+        random_starts(data, keys, scale=scale), NamedSharding(mesh, P(MODEL, DATA))
+    )
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
     by_restart = NamedSharding(mesh, P(MODEL))
 
     def run(step_limits):
         step_limits = jax.device_put(jnp.asarray(step_limits, jnp.int32), by_restart)
-        return _fit_on_grid(problem, starts, tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh)
+        return _fit_on_grid(
+            problem, starts, tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh
+        )
 
     results = report_divergences(run(jnp.full((len(keys),), n_iter, jnp.int32)), run)
     return push_each_to_limit(results, [data.offsets] * len(keys), [held] * len(keys))

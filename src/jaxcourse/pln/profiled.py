@@ -16,7 +16,8 @@ device, a `psum` when the rows are split over devices (level 6).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -67,7 +68,12 @@ The others are small and replicated."""
 def problem_layout(per_sample, replicated) -> Problem:
     """A `Problem` holding `per_sample` in its per-sample fields and `replicated` in the others:
     the shardings or partition specs of a problem whose rows are split over devices."""
-    return Problem(**{name: per_sample if name in PER_SAMPLE_FIELDS else replicated for name in Problem._fields})
+    return Problem(
+        **{
+            name: per_sample if name in PER_SAMPLE_FIELDS else replicated
+            for name in Problem._fields
+        }
+    )
 
 
 def log_factorial_constant(counts) -> float:
@@ -106,7 +112,9 @@ def prepare(data: PLNData, zero_rate: np.ndarray | None = None) -> Problem:
     if zero_rate is not None:
         zero_rate = np.asarray(zero_rate, dtype=bool)
         if zero_rate.shape != counts.shape or np.any(np.asarray(counts)[zero_rate] != 0):
-            raise ValueError("zero_rate must be an (n, p) bool mask that is True only on zero counts.")
+            raise ValueError(
+                "zero_rate must be an (n, p) bool mask that is True only on zero counts."
+            )
         offsets = jnp.where(zero_rate, -jnp.inf, offsets)
         shifted_offsets = jnp.where(zero_rate, 0.0, shifted_offsets)  # Y = 0 there: Y (M + 0) = 0
     return Problem(
@@ -215,7 +223,9 @@ def evaluate(
     covariance = scatter / n_samples
     chol, precision = cholesky_and_precision(covariance)
     # -n/2 log det Sigma - 1/2 tr(Omega * n Sigma) + n p / 2 = -n/2 log det Sigma exactly.
-    elbo = poisson + problem.log_factorial_constant - n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    elbo = (
+        poisson + problem.log_factorial_constant - n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    )
     diag_precision = jnp.diagonal(precision)
     grad = Variational(
         counts - rate - residuals @ precision,
@@ -228,7 +238,9 @@ def evaluate(
     return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance))
 
 
-def profiled_elbo_and_grad(data: PLNData, variational: Variational) -> tuple[jax.Array, Variational]:
+def profiled_elbo_and_grad(
+    data: PLNData, variational: Variational
+) -> tuple[jax.Array, Variational]:
     """(J, dJ/d(M, S)) at `variational`: the level-5 evaluation, for checks and exercises."""
     evaluation = evaluate(prepare(data), variational)
     return evaluation.elbo, evaluation.grad

@@ -68,7 +68,9 @@ def no_separation(data: PLNData) -> Separation:
     """A `Separation` that holds nothing, shaped for `data`."""
     n_samples, n_species = data.counts.shape
     return Separation(
-        np.zeros((n_samples, n_species), bool), (), np.zeros((data.covariates.shape[1], n_species)),
+        np.zeros((n_samples, n_species), bool),
+        (),
+        np.zeros((data.covariates.shape[1], n_species)),
         np.zeros((n_samples, n_species)),
     )
 
@@ -86,7 +88,9 @@ def separating_direction(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray
     samples, as many of them strictly negative as it can. Repeated until no new sample joins,
     since the union of separable sets is separable (the sum of their directions separates it).
     """
-    basis = null_space(_unique_rows(covariates[seen])) if seen.any() else np.eye(covariates.shape[1])
+    basis = (
+        null_space(_unique_rows(covariates[seen])) if seen.any() else np.eye(covariates.shape[1])
+    )
     separated = np.zeros(covariates.shape[0], dtype=bool)
     direction = np.zeros(covariates.shape[1])
     if basis.shape[1] == 0:  # the seen samples pin every coefficient down
@@ -121,7 +125,9 @@ def find_separation(data: PLNData) -> Separation:
     and are cleared by that rank test alone; the others get `separating_rows`.
     """
     if not isinstance(data, PLNData):
-        raise TypeError(f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}.")
+        raise TypeError(
+            f"data must be a PLNData (use jaxcourse.pln.make_data), got {type(data).__name__}."
+        )
     counts = np.asarray(data.counts)
     covariates = np.asarray(data.covariates, dtype=np.float64)
     n_covariates = covariates.shape[1]
@@ -135,7 +141,9 @@ def find_separation(data: PLNData) -> Separation:
         directions[:, species] = separating_direction(covariates, seen)
     slopes = covariates @ directions
     mask = (slopes < -TOLERANCE) & (counts == 0)
-    return Separation(mask, tuple(int(j) for j in np.flatnonzero(mask.any(axis=0))), directions, slopes)
+    return Separation(
+        mask, tuple(int(j) for j in np.flatnonzero(mask.any(axis=0))), directions, slopes
+    )
 
 
 LOG_RATE_AT_LIMIT = -40.0
@@ -184,7 +192,9 @@ def describe_groups(covariates: np.ndarray, rows: np.ndarray, *, at_most: int = 
     distinct = _unique_rows(covariates[rows])
     count = int(rows.sum())
     if len(distinct) <= at_most:
-        patterns = " or ".join("(" + ", ".join(f"{value:g}" for value in row) + ")" for row in distinct)
+        patterns = " or ".join(
+            "(" + ", ".join(f"{value:g}" for value in row) + ")" for row in distinct
+        )
         return f"the {count} samples with covariates {patterns}"
     return f"{count} samples"
 
@@ -199,13 +209,19 @@ def separation_message(data: PLNData, separation: Separation, *, at_most: int = 
         "where those rates are numerically 0: large negative numbers, not estimates. Species (0-based column) and samples:"
     ]
     for species in separation.species[:at_most]:
-        lines.append(f"  species {species}: {describe_groups(covariates, separation.mask[:, species])}")
+        lines.append(
+            f"  species {species}: {describe_groups(covariates, separation.mask[:, species])}"
+        )
     if len(separation.species) > at_most:
-        lines.append(f"  ... and {len(separation.species) - at_most} more species (pln.find_separation lists all).")
+        lines.append(
+            f"  ... and {len(separation.species) - at_most} more species (pln.find_separation lists all)."
+        )
     return "\n".join(lines)
 
 
 def warn_separation(data: PLNData, separation: Separation, *, stacklevel: int = 3) -> None:
     """Issues a `SeparationWarning` naming the separated species and groups, if there are any."""
     if separation.any:
-        warnings.warn(separation_message(data, separation), SeparationWarning, stacklevel=stacklevel)
+        warnings.warn(
+            separation_message(data, separation), SeparationWarning, stacklevel=stacklevel
+        )
