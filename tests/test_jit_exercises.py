@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from jaxcourse.exercises import jit as exercises
+from jaxcourse.exercises.jit import _agrees_with_float64
 
 
 def stub(*args):
@@ -370,7 +371,7 @@ def test_agrees_with_float64_stub_is_not_yet():
 
 def test_agrees_with_float64_simulated_miscompile_is_wrong_only_under_jit():
     """The checker's miscompilation on demand: eager JAX right, jit off by exactly `error`."""
-    fn = exercises._wrong_under_jit(1.0)
+    fn = _agrees_with_float64._wrong_under_jit(1.0)
     x = jnp.full(1_000, 1_000.0)
     assert float(fn(x)) == 1e6
     assert float(jax.jit(fn)(x)) == 1e6 + 1
@@ -380,14 +381,14 @@ def test_agrees_with_float64_float32_cancellation_fools_a_float32_reference():
     """sum(exp(x) - 1) at x = 1e-8: eager float32 equals jit (both 0), float64 does not."""
     x = jnp.full(1_000, 1e-8, jnp.float32)
     assert (
-        float(exercises._exp_minus_one_sum(x))
-        == float(jax.jit(exercises._exp_minus_one_sum)(x))
+        float(_agrees_with_float64._exp_minus_one_sum(x))
+        == float(jax.jit(_agrees_with_float64._exp_minus_one_sum)(x))
         == 0.0
     )
     with jax.enable_x64(True):
-        assert float(exercises._exp_minus_one_sum(np.asarray(x, np.float64))) == pytest.approx(
-            1e-5, rel=1e-6
-        )
+        assert float(
+            _agrees_with_float64._exp_minus_one_sum(np.asarray(x, np.float64))
+        ) == pytest.approx(1e-5, rel=1e-6)
 
 
 def test_agrees_with_float64_absolute_tolerance_fails():

@@ -1,0 +1,111 @@
+"""Exercise 2 of the jit chapter: a timing that blocks."""
+
+from __future__ import annotations
+
+import numbers
+import time
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...checks import call_answer, exercise_checker, require, require_callable
+
+
+class _PendingResult:
+    """A result that becomes ready at `ready_at`, like a JAX array still being computed."""
+
+    def __init__(self, ready_at: float):
+        self._ready_at = ready_at
+
+    def block_until_ready(self) -> _PendingResult:
+        delay = self._ready_at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        return self
+
+    def __array__(self, dtype=None, copy=None):
+        self.block_until_ready()
+        return np.zeros(3, dtype=dtype)
+
+
+class _SimulatedJit:
+    """Behaves like a jitted function with asynchronous dispatch, with known times.
+
+    The first call 'compiles' (blocks for `compile_s`); every call returns at once and its
+    result becomes ready `run_s` after the previous result, as on a queue of device work.
+    """
+
+    def __init__(self, compile_s: float, run_s: float):
+        self.compile_s, self.run_s = compile_s, run_s
+        self.calls = 0
+        self._queue_free_at = 0.0
+
+    def __call__(self, x):
+        self.calls += 1
+        if self.calls == 1:
+            time.sleep(self.compile_s)
+        ready_at = max(time.perf_counter(), self._queue_free_at) + self.run_s
+        self._queue_free_at = ready_at
+        return _PendingResult(ready_at)
+
+
+def _seconds(value, what: str) -> float:
+    """The learner's timing as a float number of seconds; anything else fails with a hint."""
+    require(
+        isinstance(value, numbers.Real) and not isinstance(value, bool),
+        f"{what} should be the time as a float number of seconds, got {type(value).__name__}.",
+    )
+    return float(value)
+
+
+def _unit_hint(seconds: float, run_s: float) -> str | None:
+    """A hint when `seconds` is a plausible timing of `run_s` seconds in another unit."""
+    for unit, factor in (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9)):
+        if 0.9 * run_s * factor <= seconds <= 1.7 * run_s * factor:
+            return (
+                f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s} s. "
+                f"Return seconds, as time.perf_counter() differences are (do not multiply by {factor:g})."
+            )
+    return None
+
+
+@exercise_checker("Exercise 2 (a timing that blocks)")
+def check_time_blocked(time_blocked: Callable) -> None:
+    """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result."""
+    require_callable(time_blocked, "time_blocked")
+    compile_s, run_s = 0.25, 0.1
+    simulated = _SimulatedJit(compile_s, run_s)
+    seconds = _seconds(
+        call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked"
+    )
+    require(
+        simulated.calls >= 2,
+        "call fn once before starting the clock (a warm-up), then time a second call.",
+    )
+    unit_hint = _unit_hint(seconds, run_s)
+    require(unit_hint is None, unit_hint or "")
+    require(
+        seconds >= 0.9 * run_s,
+        f"your timing ({seconds * 1e3:.1f} ms) stopped before the result was ready: the checker's function "
+        f"takes {run_s * 1e3:.0f} ms per call but returns at once, as JAX does. Call "
+        ".block_until_ready() on the result (or jax.block_until_ready) before reading the clock.",
+    )
+    require(
+        seconds < 0.9 * (compile_s + run_s),
+        f"your timing ({seconds * 1e3:.0f} ms) includes the first call's compilation: warm up before "
+        "starting the clock.",
+    )
+    require(
+        seconds < 1.7 * run_s,
+        f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when the "
+        "clock started: block on the warm-up's result too.",
+    )
+    real = call_answer(
+        time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked"
+    )
+    require(
+        isinstance(real, numbers.Real) and 0 < float(real) < 10,
+        f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
+    )

@@ -1,0 +1,126 @@
+"""Exercise 2 of the tracing chapter: a prefix sum with a traced length."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...checks import close, exercise_checker, require, require_array, require_callable
+from ...tracecount import count_traces
+from .._jaxpr import primitive_names, traced_program
+from ._common import _NON_HASHABLE_STATIC, _run
+
+
+@exercise_checker("Exercise 2 (prefix sum with a traced length)")
+def check_prefix_sum(prefix_sum: Callable) -> None:
+    """Checks `prefix_sum(x, n)`: the sum of the first `n` entries, with `n` traced, one trace in all."""
+    require_callable(prefix_sum, "prefix_sum")
+    counted = count_traces(prefix_sum)
+    jitted = jax.jit(counted)  # n is an ordinary (traced) argument here, on purpose
+    hints = [
+        (
+            ValueError,
+            _NON_HASHABLE_STATIC,
+            "n must stay a traced argument: marking it static recompiles for every n, which is "
+            "what this exercise avoids.",
+        ),
+        (
+            jax.errors.TracerIntegerConversionError,
+            "",
+            "range(n) needs a concrete Python int, but n is traced. Compare positions instead: "
+            "jnp.arange(x.shape[0]) < n (x.shape is concrete while tracing).",
+        ),
+        (
+            IndexError,
+            "static",
+            "x[:n] needs a concrete n, because the slice's shape would depend on it. Keep the shape "
+            "fixed and mask: jnp.where(jnp.arange(x.shape[0]) < n, x, 0).",
+        ),
+        (
+            TypeError,
+            "Shapes must be 1D sequences of concrete values",
+            "an array whose shape depends on n cannot be built under jit. Keep the shape "
+            "x.shape and mask the entries at positions >= n.",
+        ),
+        (
+            jax.errors.ConcretizationTypeError,
+            "",
+            "your function needs the value of n while tracing; it only has n's shape and dtype. "
+            "Build a mask with jnp.arange(x.shape[0]) < n.",
+        ),
+    ]
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=7).astype(np.float32)
+    for n in range(x.size + 1):
+        expected = x[:n].sum(dtype=np.float64)
+        eager = _run(prefix_sum, jnp.asarray(x), n, hints=hints, what="prefix_sum")
+        require_array(eager, (), what="prefix_sum", expected="the sum, a scalar")
+        actual = _run(jitted, jnp.asarray(x), n, hints=hints, what="prefix_sum under jax.jit")
+        actual = require_array(
+            actual, (), what="prefix_sum under jax.jit", expected="the sum, a scalar"
+        )
+        if close(actual, expected, rtol=1e-5, atol=1e-5) and close(
+            eager, expected, rtol=1e-5, atol=1e-5
+        ):
+            continue
+        if close(actual, x[: n + 1].sum(dtype=np.float64), atol=1e-5):
+            require(
+                False,
+                "off by one: the first n entries are positions 0 ... n-1, so use < n, not <= n.",
+            )
+        require(False, f"prefix_sum(x, {n}) should be {expected:.5f}, got {float(actual):.5f}.")
+    require(
+        counted.traces == 1,
+        f"your function was traced {counted.traces} times for {x.size + 1} values of n; one trace "
+        "should serve every n of the same type.",
+    )
+    y = rng.normal(size=11).astype(np.float32)
+    actual = _run(jitted, jnp.asarray(y), 9, hints=hints, what="prefix_sum under jax.jit")
+    require(
+        close(actual, y[:9].sum(dtype=np.float64), atol=1e-5),
+        "wrong for a longer x (11 entries, n = 9): use x.shape[0], not a fixed length, to build the mask.",
+    )
+    _require_one_masked_pass(prefix_sum, jnp.asarray(x), jnp.int32(3), hints)
+
+
+_CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
+_READ_AT_A_POSITION = {
+    "dynamic_slice",
+    "gather",
+    "dynamic_update_slice",
+    "scatter",
+    "scatter-add",
+    "scatter_add",
+}
+
+
+def _require_one_masked_pass(prefix_sum: Callable, x, n, hints) -> None:
+    """The method: one pass over all of x, selected by a mask of positions compared with n. The
+    jaxpr must hold no cumulative primitive, no read at a position computed from n, no loop."""
+    primitives = set(
+        primitive_names(traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints)))
+    )
+    require(
+        not primitives & _CUMULATIVE,
+        "the values are right, but a cumulative sum followed by a read at position n skips the lesson: "
+        "it computes every prefix to keep one. Compare positions with n instead, "
+        "jnp.arange(x.shape[0]) < n, and sum the entries the mask keeps.",
+    )
+    require(
+        "while" not in primitives,
+        "the values are right, but a loop whose trip count is n (lax.fori_loop) is the other fix; this "
+        "exercise practises the mask: jnp.where(jnp.arange(x.shape[0]) < n, x, 0.0), then one sum.",
+    )
+    require(
+        not primitives & _READ_AT_A_POSITION,
+        "the values are right, but your program reads x (or an array made from it) at a position "
+        "computed from n (an index x[n] or a dynamic_slice). Keep every read fixed and select with a "
+        "mask: jnp.arange(x.shape[0]) < n.",
+    )
+    require(
+        "iota" in primitives,
+        "the values are right, but no mask of positions was built: compare jnp.arange(x.shape[0]) with n.",
+    )
