@@ -66,7 +66,10 @@ def glossary_entries() -> dict[str, str]:
     """{term: its definition} from the glossary's definition list."""
     prose, _ = qmd.split_blocks(GLOSSARY.read_text())
     entries = re.findall(r"^(\S[^\n]*)\n:   (.*?)(?=\n\n|\Z)", prose, re.MULTILINE | re.DOTALL)
-    return {term.strip(): definition for term, definition in entries}
+    return {
+        re.sub(r"^\[(.*)\]\{#gloss-[\w-]+\}$", r"\1", term.strip()): definition
+        for term, definition in entries
+    }
 
 
 def test_every_crossreference_in_the_glossary_has_an_anchor_in_a_listed_chapter():

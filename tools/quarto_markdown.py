@@ -9,7 +9,8 @@
 - callouts: a bold title and a block quote (solution callouts dropped from student notebooks);
   other `:::` divs: their content;
 - `$$ ... $$ {#eq-x}`: `\\tag{2.1}` inside the display math; spans, footnotes, table captions
-  made plain.
+  made plain, except that a span that is only an anchor (`[term]{#gloss-term}`, the glossary's)
+  keeps its id as an empty HTML span before its text.
 
 `leftover_syntax` finds what a conversion left behind; the tests run it on every notebook.
 """
@@ -39,6 +40,8 @@ IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+)\)(?:\{([^}]*)\})?")
 EQUATION_LABEL = re.compile(r"\$\$[ \t]*\{#(eq-[\w-]+)\}")
 TABLE_CAPTION = re.compile(r"^:\s+(.*?)\s*\{#(tbl-[\w-]+)\}\s*$", re.MULTILINE)
 SPAN = re.compile(r"(?<![!\]])\[([^\[\]]*)\]\{[^}]*\}")
+ANCHOR_SPAN = re.compile(r"(?<![!\]])\[((?:[^\[\]`\n]|`[^`\n]*`)*)\]\{#([\w-]+)\}")
+"""A span that is only an anchor (`[term]{#gloss-term}`): its id is kept, even around code."""
 LINK_ATTRIBUTES = re.compile(r"(\]\([^)]*\))\{[^}]*\}")
 FOOTNOTE = re.compile(r"\^\[([^\[\]]*)\]")
 CROSSREF_PREFIXES = ("fig", "tbl", "eq", "sec", "lst")
@@ -144,6 +147,7 @@ class ChapterConverter:
         text = EQUATION_LABEL.sub(lambda m: f"\\tag{{{self._target_number(m.group(1))}}} $$", text)
         text = TABLE_CAPTION.sub(lambda m: f"*{self._target_link(m.group(2))}: {m.group(1)}*", text)
         text = LINK_ATTRIBUTES.sub(r"\1", IMAGE.sub(self._image, text))
+        text = ANCHOR_SPAN.sub(r'<span id="\2"></span>\1', text)
         pieces, position = [], 0
         for match in PROTECTED.finditer(text):
             pieces.append(self._plain(text[position : match.start()]))
