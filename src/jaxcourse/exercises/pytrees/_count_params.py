@@ -1,0 +1,85 @@
+"""Checker for the pytrees chapter's Exercise 1: count the parameters of any pytree."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from ...checks import call_answer, exercise_checker, require
+from ._common import _Linear
+
+
+def _count_params_cases() -> list[tuple[str, object, int]]:
+    """(description, tree, number of scalars) triples, from flat to awkward."""
+    mlp = [
+        {"w": jnp.zeros((3, 16)), "b": jnp.zeros(16)},
+        {"w": jnp.zeros((16, 2)), "b": jnp.zeros(2)},
+    ]
+    return [
+        ("a single array of shape (4, 5)", jnp.zeros((4, 5)), 20),
+        ("an empty dict (no leaves at all)", {}, 0),
+        (
+            "a dict holding an array of shape (0, 3) and a Python int",
+            {"empty": jnp.zeros((0, 3)), "n": 7},
+            1,
+        ),
+        ("a two-layer MLP (list of dicts)", mlp, 3 * 16 + 16 + 16 * 2 + 2),
+        (
+            "a nested dict with a NamedTuple, a None and a Python float",
+            {
+                "encoder": {"layer": _Linear(jnp.zeros((2, 3)), jnp.zeros(3)), "dropout": None},
+                "temperature": 1.0,
+            },
+            2 * 3 + 3 + 1,
+        ),
+        (
+            "the optax.adam state of that MLP",
+            optax.adam(1e-3).init(mlp),
+            1 + 2 * (3 * 16 + 16 + 16 * 2 + 2),
+        ),
+    ]
+
+
+@exercise_checker("Exercise 1 (count the parameters)")
+def check_count_params(count_params) -> None:
+    """Checks `count_params(tree) -> int`: the number of scalars in all the leaves of `tree`."""
+    for description, tree, expected in _count_params_cases():
+        leaves = jax.tree.leaves(tree)
+        got = call_answer(
+            count_params,
+            tree,
+            what="count_params",
+            hints=(
+                (
+                    AttributeError,
+                    "size",
+                    "a Python number is a leaf too, and it has no .size; jnp.size(leaf) works for both.",
+                ),
+                (
+                    AttributeError,
+                    "shape",
+                    "a Python number is a leaf too, and it has no .shape; jnp.size(leaf) works for both.",
+                ),
+            ),
+        )
+        require(got is not None, "count_params returned None: return the total as a number.")
+        require(
+            not isinstance(got, (tuple, list, dict))
+            and np.ndim(got) == 0
+            and float(got) == int(float(got)),
+            f"for {description}, expected one whole number, got {got!r}.",
+        )
+        got = int(got)
+        require(
+            not (got == len(leaves) and got != expected),
+            f"for {description} you returned {got}, the number of leaves (arrays). Count the "
+            "numbers inside them: each leaf contributes its size, the product of its shape.",
+        )
+        require(
+            got == expected,
+            f"for {description}, expected {expected} scalars, got {got}. Use jax.tree.leaves, "
+            "which goes through every level of nesting, skips None and accepts Python scalars "
+            "(jnp.size(1.0) is 1).",
+        )
