@@ -1,0 +1,68 @@
+"""Checker of the vmap chapter's Exercise 3: pairwise distances with nested vmap."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from ...checks import (
+    call_eager_and_jitted,
+    close,
+    exercise_checker,
+    require,
+)
+from ._common import _fresh_sizes, _require_values, _require_vmap, _shape
+
+_ZIPPED_HINTS = (
+    (
+        ValueError,
+        "inconsistent sizes",
+        "a single vmap pairs xs[i] with ys[i], which needs len(xs) == len(ys); nest two vmaps to get "
+        "every pair: the inner over ys with in_axes=(None, 0), the outer over xs with in_axes=(0, None)",
+    ),
+)
+
+
+@exercise_checker("Exercise 3 (pairwise distances with nested vmap)")
+def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
+    """`pairwise_sq_dists(xs, ys)[i, j] == sum((xs[i] - ys[j]) ** 2)`, shape (n, m), with two
+    nested `vmap`s (eagerly and under `jax.jit`)."""
+    rng = np.random.default_rng(1)
+    for n, m in ((5, 4), (3, 3), (1, 6)):
+        xs = rng.normal(size=(n, 3)).astype(np.float32)
+        ys = rng.normal(size=(m, 3)).astype(np.float32)
+        ys[0] = xs[0]  # a distance of exactly 0
+        expected = ((xs[:, None, :].astype(np.float64) - ys[None, :, :]) ** 2).sum(axis=-1)
+        results = call_eager_and_jitted(
+            pairwise_sq_dists, jnp.asarray(xs), jnp.asarray(ys), hints=_ZIPPED_HINTS
+        )
+        for how, result in results:
+            require(
+                n == m
+                or _shape(result) != (m, n)
+                or not close(np.asarray(result).T, expected, rtol=1e-4, atol=1e-5),
+                "the values are right but transposed: the outer vmap should run over xs, so that "
+                "rows are indexed by xs (or set out_axes=1 on the outer vmap).",
+            )
+            require(
+                n == m or _shape(result) != (n,),
+                f"a single vmap pairs xs[i] with ys[i]; nest two vmaps to get every pair (shape {(n, m)}).",
+            )
+            _require_values(
+                result,
+                expected,
+                f"pairwise_sq_dists{how}",
+                f"{n} points of xs x {m} of ys",
+                f"the shape is right but the values are not ({n} x {m} points{how}): is sq_dist applied "
+                "to one point of xs and one point of ys?",
+            )
+    fresh = next(_fresh_sizes)
+    _require_vmap(
+        pairwise_sq_dists,
+        (jnp.ones((fresh, 3)), jnp.ones((fresh + 1, 3))),
+        2,
+        "the values are right, but your program is not two nested vmaps (it broadcasts by hand, or "
+        "vmaps once): map sq_dist over ys with jax.vmap(sq_dist, in_axes=(None, 0)), then map that "
+        "over xs with in_axes=(0, None).",
+        what="pairwise_sq_dists",
+    )
