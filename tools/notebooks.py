@@ -12,11 +12,14 @@ and Colab render. Each notebook gets a title with Quarto's chapter number, an Op
 and the setup cell of `tools.colab`. Code cells lose their `#|` options: `error: true` becomes the
 `raises-exception` tag (nbmake then expects the error), `echo: false` a collapsed cell (Jupyter's
 `source_hidden`, Colab's form view), a figure's or table's caption a Markdown line beside it.
+Cell ids do not depend on a cell's position (`stable_cell_ids`), so inserting a cell in a chapter
+changes only that cell in the notebook's diff.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import shutil
 import sys
@@ -36,6 +39,8 @@ from tools.quarto_markdown import ChapterConverter
 STUDENT_DIR = "student"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.MULTILINE)
 SHORTCODE = re.compile(r"\{\{<\s*(\S+).*?>\}\}")
+CELL_ID = re.compile(r"^[A-Za-z0-9_-]{1,60}$")
+"""What nbformat accepts as a cell id (at most 64 characters), with room for a '-2' suffix."""
 
 
 def expand_includes(text: str, folder: Path) -> str:
@@ -98,6 +103,32 @@ def _title(front_matter: str, page_prefix: str | None) -> str:
     )
 
 
+def content_id(cell) -> str:
+    """An id from what a cell holds: 'md-' or 'code-' and a hash of its type and source."""
+    digest = hashlib.sha1(f"{cell.cell_type}\n{cell.source}".encode()).hexdigest()[:10]
+    return f"{'md' if cell.cell_type == 'markdown' else cell.cell_type}-{digest}"
+
+
+def stable_cell_ids(cells: list, labels: dict[int, str]) -> None:
+    """Gives every cell an id that does not depend on where it is, unique within the notebook.
+
+    A code cell with a `#| label:` option (its index in `labels`) takes the label as its id; any
+    other cell an id from its content (`content_id`). Inserting, removing or editing one cell then
+    changes no other cell's id. A repeated id (two cells with the same source) gets '-2', '-3', ...
+    in order.
+    """
+    taken: set[str] = set()
+    for index, cell in enumerate(cells):
+        label = labels.get(index, "")
+        base = label if CELL_ID.match(label) else content_id(cell)
+        candidate, count = base, 1
+        while candidate in taken:
+            count += 1
+            candidate = f"{base}-{count}"
+        taken.add(candidate)
+        cell.id = candidate
+
+
 def chapter_to_notebook(
     text: str,
     notebook_name: str,
@@ -129,10 +160,16 @@ def chapter_to_notebook(
         ),
         nbformat.v4.new_code_cell(colab.setup_source(book.repository)),
     ]
+    labels: dict[int, str] = {}  # index in new_cells: the code cell's `#| label:`
     for cell in cells:
         if cell.cell_type == "code":
             if converter.keeps_code():
-                new_cells.extend(code_cells(cell.source, converter))
+                made = code_cells(cell.source, converter)
+                code = next(i for i, made_cell in enumerate(made) if made_cell.cell_type == "code")
+                labels[len(new_cells) + code] = option_value(
+                    cell_options(cell.source.split("\n")), "label"
+                )
+                new_cells.extend(made)
             continue
         source = converter.markdown(cell.source)
         if source:
@@ -147,8 +184,7 @@ def chapter_to_notebook(
             f"from jaxcourse.checks import exercise_summary\n\nexercise_summary(expect={expect!r})"
         )
     )
-    for index, cell in enumerate(new_cells):
-        cell.id = f"cell-{index}"
+    stable_cell_ids(new_cells, labels)
     notebook = nbformat.v4.new_notebook(cells=new_cells)
     notebook.metadata = {
         "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
