@@ -5,7 +5,7 @@ from pathlib import Path
 import nbformat
 
 from tools import colab, notebooks
-from tools.quarto_markdown import STUDENT_NOTE
+from tools.quarto_markdown import SOLUTION_ELSEWHERE, STUDENT_NOTE
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,7 +126,7 @@ def double(x):
     raise NotImplementedError
 
 
-check(double)
+check_double(double)
 ```
 
 ::: {.callout-tip collapse="true"}
@@ -136,7 +136,7 @@ def double(x):
     return 2 * x
 
 
-check(double)
+check_double(double)
 ```
 :::
 
@@ -159,6 +159,8 @@ def test_student_notebook_keeps_stubs_and_drops_solutions():
     assert "return 2 * x" in solution_text and "Because it is so" in solution_text
     assert "return 2 * x" not in student_text and "Because it is so" not in student_text
     assert "raise NotImplementedError" in student_text
-    assert student_text.count(STUDENT_NOTE) == 2
+    # The exercise with a checker points to its hint ladder; the question without one does not.
+    assert STUDENT_NOTE.replace("CHECKER", "check_double") in student_text
+    assert student_text.count(SOLUTION_ELSEWHERE) == 1 and "CHECKER" not in student_text
     assert "**2. Explain.**" in student_text and "## Further reading" in student_text
     assert "notebooks/student/ex.ipynb" in student.cells[0].source

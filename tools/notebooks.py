@@ -29,12 +29,12 @@ from pathlib import Path
 import jupytext
 import nbformat
 
-from tools import colab
+from tools import colab, solutions
 from tools.bibliography import reference_list
 from tools.book import Book, load_book
 from tools.crossref import number_page
 from tools.qmd import cell_options, option_value, split_front_matter, title_and_attributes
-from tools.quarto_markdown import ChapterConverter
+from tools.quarto_markdown import SOLUTION_ELSEWHERE, STUDENT_NOTE, ChapterConverter
 
 STUDENT_DIR = "student"
 INCLUDE = re.compile(r"^\{\{<\s*include\s+(\S+)\s*>\}\}\s*$", re.MULTILINE)
@@ -101,6 +101,26 @@ def _title(front_matter: str, page_prefix: str | None) -> str:
         if page_prefix.isdigit()
         else f"Appendix {page_prefix} \u2014 {title}"
     )
+
+
+QUALIFIED_CHECKER_CALL = re.compile(r"(?<!def )\b((?:\w+\.)?check_\w+)\(")
+
+
+def name_the_checkers(cells: list) -> None:
+    """Puts into each student note on a solution the checker that the code cell just before it calls;
+    an exercise with no checker (a question to think about) keeps only where its solution is."""
+    checker = None
+    for cell in cells:
+        if cell.cell_type == "code":
+            calls = QUALIFIED_CHECKER_CALL.findall(cell.source)
+            checker = calls[-1] if calls else None
+        elif STUDENT_NOTE in cell.source:
+            if not cell.source.lstrip().startswith(STUDENT_NOTE):
+                checker = None  # the exercise's own text comes first: no code cell of its own
+            note = STUDENT_NOTE.replace("CHECKER", checker) if checker else SOLUTION_ELSEWHERE
+            cell.source = cell.source.replace(STUDENT_NOTE, note)
+        else:  # text between: the next note belongs to a later exercise
+            checker = None
 
 
 def content_id(cell) -> str:
@@ -184,6 +204,7 @@ def chapter_to_notebook(
             f"from jaxcourse.checks import exercise_summary\n\nexercise_summary(expect={expect!r})"
         )
     )
+    name_the_checkers(new_cells)
     stable_cell_ids(new_cells, labels)
     notebook = nbformat.v4.new_notebook(cells=new_cells)
     notebook.metadata = {
@@ -295,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> int:
     if args.check:
         stale = stale_notebooks(args.root)
+        if solutions.is_stale(args.root):
+            stale.append(str(solutions.SOLUTIONS_FILE))
         if stale:
             print(
                 "Out of date (run python -m tools.notebooks, which first copies any notebook "
@@ -308,6 +331,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 0
     written, kept = write_all(args.root)
+    if solutions.write(args.root):
+        print("wrote", solutions.SOLUTIONS_FILE)
     for path in written:
         print("wrote", path.relative_to(args.root))
     for copy in kept:

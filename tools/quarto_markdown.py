@@ -25,6 +25,12 @@ from tools.crossref import Page
 from tools.qmd import AT_KEY, CODE_FENCE, DIV_FENCE, HEADING, INLINE_CODE, MATH
 
 STUDENT_NOTE = (
+    "*Stuck? The checker gives help one step at a time: `CHECKER.hint(1)`, then `CHECKER.hint(2)`, "
+    "then `CHECKER.solution()`. The solution is also in the solution notebook (`notebooks/` rather "
+    "than `notebooks/student/`) and, folded, on the course website.*"
+)
+"""`CHECKER` is replaced by the checker the exercise calls (tools/notebooks.py)."""
+SOLUTION_ELSEWHERE = (
     "*Solution: in the solution notebook (`notebooks/` rather than `notebooks/student/`) "
     "and, folded, on the course website.*"
 )

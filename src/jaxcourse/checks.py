@@ -7,6 +7,8 @@ import functools
 import os
 from collections.abc import Callable
 
+from . import ladder
+
 ENFORCE_ENV = "JAXCOURSE_ENFORCE_VERDICTS"
 """When this environment variable is "1" (CI sets it), `exercise_summary` raises on a verdict
 other than the one expected, so a broken solution or a stub that passes fails the notebook."""
@@ -316,7 +318,7 @@ def exercise_checker(exercise: str) -> Callable:
             return Verdict(exercise, True, "correct, well done.")
 
         checker.__exercise__ = exercise
-        return checker
+        return ladder.attach(checker)  # checker.hint(n) and checker.solution()
 
     return decorate
 

@@ -1,0 +1,96 @@
+"""Hint ladders: help short of the answer, one step at a time, only when asked for.
+
+Every checker carries its exercise's ladder. A learner who is stuck asks for the first hint,
+then the second, and only then for the reference solution:
+
+    check_apply_boundary.hint(1)    # a nudge: where to start
+    check_apply_boundary.hint(2)    # the shape of the answer, or the trap most people hit
+    check_apply_boundary.solution() # the chapter's reference solution
+
+The hints live beside each checker, in its module's `HINTS` dictionary (checker name -> hints,
+in order). The solutions live once, in the chapters; `tools/solutions.py` copies them into
+`exercises/solutions.json`, which this module reads.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import sys
+from collections.abc import Callable
+from typing import NamedTuple
+
+
+class Help(NamedTuple):
+    """One rung of a ladder: shown as Markdown in a notebook and as plain text elsewhere."""
+
+    title: str
+    body: str
+    code: str = ""
+
+    def __str__(self) -> str:
+        return "\n".join(part for part in (self.title, self.body, self.code.rstrip()) if part)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+    def _repr_markdown_(self) -> str:
+        code = f"\n\n```python\n{self.code.rstrip()}\n```" if self.code else ""
+        return f"**{self.title}** {self.body}{code}"
+
+
+def hints_for(checker: Callable) -> tuple[str, ...]:
+    """The hints of `checker`, from the `HINTS` of the module that defines it (() if none)."""
+    module = sys.modules.get(getattr(checker, "__module__", ""), None)
+    hints = getattr(module, "HINTS", {}) or {}
+    return tuple(hints.get(getattr(checker, "__name__", ""), ()))
+
+
+@functools.cache
+def all_solutions() -> dict[str, dict[str, str]]:
+    """Every exercise's reference solution, keyed by checker name (from solutions.json)."""
+    resource = importlib.resources.files("jaxcourse.exercises") / "solutions.json"
+    try:
+        return json.loads(resource.read_text())
+    except FileNotFoundError:
+        return {}
+
+
+def hint(checker: Callable, n: int = 1) -> Help:
+    """Hint `n` (1, 2, ...) of the exercise that `checker` checks, and what to ask for next."""
+    name = getattr(checker, "__name__", "this checker")
+    hints = hints_for(checker)
+    if not hints:
+        return Help(f"No hints for {name}.", f"Ask for the solution: {name}.solution().")
+    if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(hints):
+        return Help(
+            f"{name} has hints 1 to {len(hints)}.",
+            f"Ask for one of them, e.g. {name}.hint(1); you asked for hint {n!r}.",
+        )
+    following = (
+        f"Still stuck? {name}.hint({n + 1})."
+        if n < len(hints)
+        else f"Still stuck? {name}.solution() shows the reference solution."
+    )
+    return Help(f"Hint {n} of {len(hints)}:", f"{hints[n - 1]}\n\n{following}")
+
+
+def solution(checker: Callable) -> Help:
+    """The reference solution of the exercise that `checker` checks, as its chapter shows it."""
+    name = getattr(checker, "__name__", "this checker")
+    found = all_solutions().get(name)
+    if found is None:
+        return Help(f"No stored solution for {name}.", "See the exercise's chapter on the website.")
+    return Help(
+        f"Reference solution ({found['chapter']} chapter):",
+        "Read it, then close it and write your own version from memory.",
+        found["code"],
+    )
+
+
+def attach(checker: Callable) -> Callable:
+    """Gives `checker` its ladder as methods: `checker.hint(n)` and `checker.solution()`."""
+    checker.hint = functools.partial(hint, checker)
+    checker.solution = functools.partial(solution, checker)
+    return checker
