@@ -91,7 +91,7 @@ def test_jit_rejects_plain_class():
 
 
 def test_scan_rejects_plain_class_carry():
-    """Chapter (case study): scan must take its carry apart into arrays, so a plain class fails."""
+    """Chapter (plain-class section): scan must take its carry apart into arrays, so a plain class fails."""
 
     plain = PlainAffine(jnp.ones((3, 2)), jnp.zeros(2))
     with pytest.raises(
