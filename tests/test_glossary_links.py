@@ -1,0 +1,250 @@
+"""A chapter that uses a glossary term before the chapter that teaches it links the glossary entry
+(issue 26, point 1).
+
+The glossary (`chapters/glossary.qmd`) gives each entry an anchor `gloss-<slug>` and the section
+that teaches it (its first `@sec-` reference); the book's order is `_quarto.yml`'s. A page that comes
+before the teaching chapter and uses the term in its prose (not in code cells; in inline code only
+when the term itself is code) must link `glossary.qmd#gloss-<slug>` at or before the line of the
+first use. `PYTHONPATH=. python tests/test_glossary_links.py` prints every violation.
+"""
+
+from __future__ import annotations
+
+import functools
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tools import qmd
+from tools.crossref import all_targets, number_book
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = "chapters/glossary.qmd"
+ENTRY = re.compile(
+    r"^\[(?P<term>[^\n]+)\]\{#(?P<slug>gloss-[\w-]+)\}\n:   (?P<text>.*?)(?=\n\n|\Z)",
+    re.MULTILINE | re.DOTALL,
+)
+SEC_KEY = re.compile(r"(?:^|(?<=[\s\[;(\-]))@(sec-[\w-]+)")
+PAGE_LINK = re.compile(r"\[([^\[\]]*)\]\(\s*([^)\s#]+\.qmd)[^)]*\)")
+"""A link to a page: a use of a term in the text of a link to the page that teaches it is linked."""
+GLOSSARY_LINK = re.compile(r"glossary\.qmd#(gloss-[\w-]+)")
+HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+LINK_TARGET = re.compile(r"\]\([^)]*\)|\]\{[^}]*\}|\{[#.][^}]*\}|(?<![\w])@[\w:.-]+")
+
+FORMS: dict[str, list[str]] = {
+    # Terms whose name is also an everyday word: the forms that mean the glossary's sense.
+    "gloss-key": [r"\b(?:PRNG|random)\s+keys?\b"],
+    "gloss-carry": [r"\b(?:loop|the|a|its|scan's|loop's)\s+carry\b", r"\bcarries\b"],
+    "gloss-leaf": [r"\bleaf\b", r"\b(?:its|the|tree's|pytree's|a pytree's|array)\s+leaves\b"],
+    "gloss-lowered-compiled": [r"`(?:jax\.stages\.)?(?:Lowered|Compiled)`"],
+    "gloss-replicated-varying": [r"\breplicated\b", r"\bvarying\b"],
+    "gloss-transpose": [r"\btranspos(?:e|es|ed|ing)\b(?!\s*\()"],
+    "gloss-residual": [r"\bresiduals?\b"],
+    "gloss-primitive": [r"\bprimitives?\b"],
+    "gloss-collective": [r"\bcollectives?\b"],
+    "gloss-static-argument": [r"\bstatic\s+arguments?\b", r"`static_arg(?:nums|names)"],
+    "gloss-tangent": [r"\btangents?\b"],
+    "gloss-sharding": [r"\bshardings?\b", r"\bsharded\b"],
+    "gloss-mesh": [r"\bmesh(?:es)?\b"],
+}
+"""Overrides of the default forms (the term and its plural, each name of 'A, B' or 'A (B)')."""
+
+
+@dataclass(frozen=True)
+class Term:
+    slug: str
+    term: str
+    page: str
+    """The page that teaches it: where its first `@sec-` reference points."""
+    patterns: tuple[re.Pattern, ...]
+    code: bool
+    """True when the term is code (`psum`): it is looked for in inline code, not in words."""
+
+
+def _names(term: str) -> list[str]:
+    """'Ahead-of-time (AOT) compilation' -> ['Ahead-of-time compilation', 'AOT']; 'A, B' -> A, B."""
+    inside = re.search(r"\(([^)]*)\)", term)
+    if inside:
+        outside = re.sub(r"\s*\([^)]*\)\s*", " ", term).strip()
+        return [outside, inside.group(1)]
+    return [name.strip() for name in term.split(", ")]
+
+
+def _pattern(name: str) -> str:
+    words = r"[\s-]+".join(re.escape(word) for word in re.split(r"[\s-]+", name))
+    words = words.replace("isation", "i[sz]ation")
+    return rf"(?<![\w`]){words}(?:s|es)?(?![\w])"
+
+
+def glossary_terms(root: Path = ROOT) -> list[Term]:
+    """Every glossary entry with the page that teaches it and the forms that count as a use."""
+    text = (root / GLOSSARY).read_text()
+    targets = all_targets(number_book(root))
+    terms = []
+    for entry in ENTRY.finditer(text):
+        term, slug, definition = entry.group("term", "slug", "text")
+        key, link = SEC_KEY.search(definition), qmd.QMD_LINK.search(definition)
+        if key is not None and key.group(1) in targets:
+            page = targets[key.group(1)].page
+        elif link is not None:  # '[The automatic differentiation chapter](autodiff.qmd)'
+            page = (Path(GLOSSARY).parent / link.group(1)).as_posix()
+        else:
+            raise AssertionError(f"{GLOSSARY}: {term!r} has no @sec- reference or page link")
+        code = term.startswith("`")
+        names = [name.strip("`") for name in _names(term)]
+        if slug in FORMS:
+            sources = FORMS[slug]
+        elif code:
+            sources = [rf"(?<![\w]){re.escape(name)}(?![\w])" for name in names]
+        else:
+            sources = [_pattern(name) for name in names]
+        flags = [
+            0 if (source in FORMS.get(slug, []) or any(n.isupper() for n in names)) else re.I
+            for source in sources
+        ]
+        patterns = tuple(re.compile(source, flag) for source, flag in zip(sources, flags))
+        terms.append(Term(slug, term, page, patterns, code))
+    return terms
+
+
+def _blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def without_cells(text: str) -> str:
+    """The page with its front matter and code cells blanked, lines kept."""
+    front = re.match(r"^---[ \t]*\n.*?\n---[ \t]*\n", text, re.DOTALL)
+    if front:
+        text = _blank(front) + text[front.end() :]
+    return qmd.split_blocks(text)[0]
+
+
+def prose_and_code(text: str) -> tuple[str, str]:
+    """(the words of a page, its inline code), each the page's length with everything else blanked,
+    so that an offset gives the line. Code cells, front matter, comments and link targets go."""
+    prose = without_cells(text)
+    prose = HTML_COMMENT.sub(_blank, prose)
+    prose = LINK_TARGET.sub(_blank, prose)
+    spans = list(qmd.INLINE_CODE.finditer(prose))
+    code = [" " if ch != "\n" else "\n" for ch in prose]
+    for span in spans:
+        code[span.start() : span.end()] = prose[span.start() : span.end()]
+    words = qmd.MATH.sub(_blank, qmd.INLINE_CODE.sub(_blank, prose))
+    return words, "".join(code)
+
+
+def _start(match: re.Match) -> int:
+    return match.start()
+
+
+def _line(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def violations(root: Path = ROOT) -> list[str]:
+    """'page:line: term ... (taught in ...)' for each first use before the teaching chapter, unlinked."""
+    order = qmd.listed_pages(root)
+    terms = glossary_terms(root)
+    found = []
+    for position, page in enumerate(order):
+        if page == GLOSSARY:
+            continue
+        text = (root / page).read_text()
+        words, code = prose_and_code(text)
+        teaching_links: dict[str, list[tuple[int, int]]] = {}  # page: its links' text spans
+        for link in PAGE_LINK.finditer(without_cells(text)):
+            target = posixpath.normpath(posixpath.join(posixpath.dirname(page), link.group(2)))
+            teaching_links.setdefault(target, []).append(link.span(1))
+        links: dict[str, int] = {}
+        for link in GLOSSARY_LINK.finditer(text):
+            links.setdefault(link.group(1), _line(text, link.start()))
+        for term in terms:
+            if term.page not in order or order.index(term.page) <= position:
+                continue
+            haystack = code if term.code else words
+            uses = [
+                m.start()
+                for p in term.patterns
+                for m in p.finditer(haystack)
+                if not any(a <= m.start() < b for a, b in teaching_links.get(term.page, []))
+            ]
+            if not uses:
+                continue
+            first = _line(haystack, min(uses))  # same lines as the page
+            linked = links.get(term.slug)
+            if linked is None or linked > first:
+                match = min((m for p in term.patterns for m in p.finditer(haystack)), key=_start)
+                snippet = match.group(0).replace("\n", " ")
+                found.append(
+                    f"{page}:{first}: {term.term!r} is used before {term.page} teaches it, "
+                    f"as {snippet!r}, with no link to glossary.qmd#{term.slug} at or before it"
+                )
+    return found
+
+
+@functools.cache
+def book_violations() -> tuple[str, ...]:
+    return tuple(violations())
+
+
+def test_every_glossary_entry_has_an_anchor_and_a_teaching_section():
+    terms = glossary_terms()
+    text = (ROOT / GLOSSARY).read_text()
+    entries = re.findall(r"^(\S[^\n]*)\n:   ", qmd.split_blocks(text)[0], re.MULTILINE)
+    assert len(terms) == len(entries) >= 50
+    for term in terms:
+        expected = "gloss-" + re.sub(r"[^a-z0-9]+", "-", term.term.lower()).strip("-")
+        assert term.slug == expected, term.term
+
+
+def test_every_link_to_a_glossary_entry_resolves():
+    slugs = {term.slug for term in glossary_terms()}
+    broken = []
+    for path in qmd.qmd_files(ROOT):
+        text = path.read_text()
+        for link in GLOSSARY_LINK.finditer(text):
+            if link.group(1) not in slugs:
+                line = _line(text, link.start())
+                broken.append(f"{path.relative_to(ROOT)}:{line}: {link.group(0)}")
+    assert broken == []
+
+
+def test_the_checker_finds_an_unlinked_early_use_and_accepts_a_linked_one(tmp_path):
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "_quarto.yml").write_text(
+        "project:\n  type: book\nbook:\n  chapters:\n    - index.qmd\n    - chapters/a.qmd\n"
+        "    - chapters/b.qmd\n  appendices:\n    - chapters/glossary.qmd\n"
+    )
+    (tmp_path / "index.qmd").write_text("# Welcome {.unnumbered}\n\nNo terms here.\n")
+    (tmp_path / "chapters" / "a.qmd").write_text(
+        "---\ntitle: A\n---\n\n```{python}\n# a tracer in code does not count\n```\n\n"
+        "Its `psum` is code, its tracers are words.\n\n"
+        "A [weak type](glossary.qmd#gloss-weak-type) is linked.\n"
+    )
+    (tmp_path / "chapters" / "b.qmd").write_text(
+        "---\ntitle: B\n---\n\n## Tracers {#sec-b-tracer}\n\n## More {#sec-b-more}\n"
+    )
+    (tmp_path / "chapters" / "glossary.qmd").write_text(
+        "---\ntitle: Glossary\n---\n\n"
+        "[`psum`]{#gloss-psum}\n:   A sum. @sec-b-more\n\n"
+        "[Tracer]{#gloss-tracer}\n:   A stand-in. @sec-b-tracer\n\n"
+        "[Weak type]{#gloss-weak-type}\n:   A type. @sec-b-more\n"
+    )
+    found = violations(tmp_path)
+    assert [line.split(" is used")[0] for line in found] == [
+        "chapters/a.qmd:9: '`psum`'",
+        "chapters/a.qmd:9: 'Tracer'",
+    ]
+
+
+@pytest.mark.parametrize("page", [p for p in qmd.listed_pages(ROOT) if p != GLOSSARY])
+def test_terms_are_linked_where_used_before_the_chapter_that_teaches_them(page):
+    found = [line for line in book_violations() if line.startswith(f"{page}:")]
+    assert not found, "\n".join(found)
+
+
+if __name__ == "__main__":
+    print("\n".join(violations()) or "no violations")
