@@ -1,11 +1,15 @@
-"""Every notebook opens in Colab, and its setup cell installs there (and only there) the course with
-a matched JAX: jax, jaxlib and, on a GPU runtime, the CUDA plugin of the same version. The banner
-says when a GPU is present but JAX computes on the CPU.
+"""Every notebook opens in Colab at its exercise version, and its setup cell, collapsed to one title
+line, installs there (and only there) the course from its release tag with a matched JAX: jax,
+jaxlib and, on a GPU runtime, the CUDA plugin of the same version. When it replaced a module the
+session had imported, it ends the kernel, which Colab restarts. The banner says when a GPU is
+present but JAX computes on the CPU.
 
-These tests fake pip and Colab's installed packages; tests/test_colab_runtime.py runs the real
-install in a rebuilt Colab environment.
+These tests fake pip and Colab's installed packages; tests/test_colab_kernel.py runs the cell in a
+real kernel with NumPy and pandas imported, and tests/test_colab_runtime.py runs the real install
+in a rebuilt Colab environment.
 """
 
+import os
 import re
 import subprocess
 import sys
@@ -38,10 +42,69 @@ def test_notebook_starts_with_badge_then_setup(path):
     badge, setup = cells[0], cells[1]
     name = str(path.relative_to(ROOT / "notebooks"))
     assert badge.cell_type == "markdown"
-    assert f"({notebook_setup.colab_url(name)})" in badge.source
-    assert notebook_setup.colab_url(name).endswith(f"/notebooks/{name}")
+    url = notebook_setup.colab_url(name)
+    assert url.endswith(f"/blob/{notebook_setup.REF}/notebooks/student/{path.name}")
+    # The solutions' badge opens the exercises too, and the save-a-copy step comes first.
+    assert f"{notebook_setup.SAVE_A_COPY}: [![Open In Colab]" in badge.source
+    assert (
+        badge.source.count("colab.research.google.com/github/") == 1 and f"({url})" in badge.source
+    )
     assert "colab-badge.svg" in badge.source
     assert setup.cell_type == "code" and setup.source == notebook_setup.setup_source()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS[:1], ids=lambda p: str(p.relative_to(ROOT)))
+def test_setup_cell_is_collapsed_to_its_title(path):
+    """Colab's form view (`cellView: form`, a `# @title` first line) and JupyterLab show one line."""
+    setup = nbformat.read(path, as_version=4).cells[1]
+    assert setup.metadata["cellView"] == "form"
+    assert setup.metadata["jupyter"] == {"source_hidden": True}
+    assert setup.source.splitlines()[0] == f"# @title {notebook_setup.SETUP_TITLE}"
+
+
+def test_the_student_folder_is_the_notebooks_one():
+    from tools import notebooks
+
+    assert notebook_setup.STUDENT_DIR == notebooks.STUDENT_DIR
+    for name in ("jit", "jit.ipynb", "student/jit.ipynb", "chapters/jit.qmd"):
+        assert notebook_setup.exercise_notebook(name) == "student/jit.ipynb"
+
+
+def test_the_course_is_installed_from_the_release_tag_of_its_version():
+    """Not a moving branch: the tag v<pyproject's version>, which the README says how to cut."""
+    version = book.course_version()
+    assert (
+        version
+        == __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    )
+    assert notebook_setup.REF == book.REF == f"v{version}"
+    assert notebook_setup.COURSE_REQUIREMENT.endswith(f"@v{version}")
+    assert notebook_setup.setup_source().count(f'COURSE_VERSION = "{version}"') == 1
+    readme = (ROOT / "README.md").read_text()
+    assert "git tag v<version>" in readme and "git push origin v<version>" in readme
+
+
+def test_the_course_dependencies_are_pinned_to_requirements_txt():
+    """Every dependency of the package comes at the version CI tests, not only jax and jaxlib."""
+    pins = notebook_setup.pinned_dependencies()
+    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    assert pins and all(pin in requirements for pin in pins)
+    assert "numpy==" in " ".join(pins) and not any(p.startswith("jax") for p in pins)
+    assert f"PINNED = {pins!r}" in notebook_setup.setup_source()
+
+
+def test_every_colab_link_a_learner_sees_opens_the_exercises_after_save_a_copy():
+    """README, index and workshop pages: every Colab link opens notebooks/student/, at the tag, and
+    the text says to save a copy in Drive before it."""
+    seen = 0
+    for page in ("README.md", "index.qmd", "workshop.qmd"):
+        text = (ROOT / page).read_text()
+        for match in re.finditer(r"https://colab\.research\.google\.com/github/\S+", text):
+            seen += 1
+            assert f"/blob/{notebook_setup.REF}/notebooks/student/" in match[0], (page, match[0])
+            before = text[max(0, match.start() - 400) : match.start()]
+            assert "Save a copy in Drive" in before, (page, match[0])
+    assert seen >= 1  # the README's
 
 
 def test_there_are_notebooks():
@@ -89,6 +152,7 @@ class FakeColab:
     def __init__(self, bin_dir: Path, packages: dict[str, str]):
         self.bin_dir, self.packages, self.pip_calls = bin_dir, dict(packages), []
         self.pip_upgrades_plugins = True
+        self.killed = []
 
     def set_nvidia_smi(self, body: str) -> None:
         script = self.bin_dir / "nvidia-smi"
@@ -105,7 +169,9 @@ class FakeColab:
             if command == "uninstall":
                 del self.packages[requirement]
             elif requirement.startswith("jaxcourse @ "):
-                self.packages["jaxcourse"] = "0.1.0"
+                self.packages["jaxcourse"] = notebook_setup.COURSE_VERSION
+            elif "==" not in requirement:
+                continue  # a bound (setuptools<81): Colab's version satisfies it
             else:
                 name, version = requirement.split("==")
                 if name == "jax[cuda12]":
@@ -117,7 +183,16 @@ class FakeColab:
         return subprocess.CompletedProcess(args, 0)
 
     def version(self, name):
-        return self.packages[name] if name in self.packages else REAL_VERSION(name)
+        if name in self.packages:
+            return self.packages[name]
+        if name == "jaxcourse":  # installed in this .venv, not yet on a fresh Colab
+            raise metadata.PackageNotFoundError(name)
+        return REAL_VERSION(name)
+
+    def kill(self, pid, sig):
+        """Colab restarts a kernel whose process ends; here the cell's end is recorded."""
+        assert pid == os.getpid()
+        self.killed.append(sig)
 
     def distributions(self):
         return [types.SimpleNamespace(metadata={"Name": name}) for name in self.packages]
@@ -127,6 +202,8 @@ class FakeColab:
 
 
 REAL_RUN, REAL_VERSION = subprocess.run, metadata.version
+MODULES = ("jax", "jaxlib", "numpy", "scipy", "pandas", "matplotlib", "optax")
+PINNED = notebook_setup.pinned_dependencies()
 
 
 @pytest.fixture
@@ -137,9 +214,11 @@ def colab(monkeypatch, tmp_path):
     google.colab = types.ModuleType("google.colab")
     monkeypatch.setitem(sys.modules, "google", sys.modules.get("google", google))
     monkeypatch.setitem(sys.modules, "google.colab", google.colab)
-    for name in ("jax", "jaxlib", "numpy"):  # imported in this process, not yet in a fresh kernel
+    for name in MODULES:  # imported in this process, not yet in a fresh kernel
         monkeypatch.delitem(sys.modules, name, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(os, "kill", fake.kill)
+    monkeypatch.setattr("time.sleep", lambda seconds: None)
     monkeypatch.setattr(subprocess, "run", fake.run)
     monkeypatch.setattr(metadata, "version", fake.version)
     monkeypatch.setattr(metadata, "distributions", fake.distributions)
@@ -149,12 +228,29 @@ def colab(monkeypatch, tmp_path):
 def test_setup_cell_on_a_cpu_runtime_installs_jax_and_jaxlib_with_the_course(colab, capsys):
     """One pip command: jax and jaxlib at JAX_VERSION with the course; no plugin, no restart."""
     colab.run_setup_cell()
-    install = ["install", f"jax=={X}", f"jaxlib=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]
+    install = [
+        "install",
+        f"jax=={X}",
+        f"jaxlib=={X}",
+        *PINNED,
+        notebook_setup.COURSE_REQUIREMENT,
+        "--quiet",
+    ]
     assert colab.pip_calls == [install]
     out = capsys.readouterr().out
     assert f"Installed: jax {X}, jaxlib {X}\n" in out
-    assert "No restart needed" in out
+    assert "No restart needed" in out and colab.killed == []
     assert "jax" not in sys.modules  # the cell never imports jax
+
+
+def test_setup_cell_run_again_installs_nothing(colab, capsys):
+    """After the restart the learner runs the cell again: everything is there, so no pip at all."""
+    colab.run_setup_cell()
+    colab.pip_calls.clear()
+    colab.run_setup_cell()
+    assert colab.pip_calls == []
+    out = capsys.readouterr().out
+    assert f"Ready: jax {X} and the course {notebook_setup.COURSE_VERSION} are installed." in out
 
 
 def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(colab, capsys):
@@ -164,7 +260,7 @@ def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(cola
     colab.set_nvidia_smi(FAKE_GPU)
     colab.run_setup_cell()
     assert colab.pip_calls == [
-        ["install", f"jax[cuda12]=={X}", notebook_setup.COURSE_REQUIREMENT, "--quiet"]
+        ["install", f"jax[cuda12]=={X}", *PINNED, notebook_setup.COURSE_REQUIREMENT, "--quiet"]
     ]
     out = capsys.readouterr().out
     assert f"Installed: jax {X}, jaxlib {X}, jax-cuda12-pjrt {X}, jax-cuda12-plugin {X}\n" in out
@@ -192,20 +288,27 @@ def test_setup_cell_rejects_a_plugin_that_jaxlib_would_ignore(colab):
         colab.run_setup_cell()
 
 
-def test_setup_cell_asks_for_a_restart_when_an_old_jax_was_imported(colab, monkeypatch, capsys):
-    """jax 0.7.2 imported before the cell keeps running: the cell says to restart the session."""
-    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__="0.7.2"))
+@pytest.mark.parametrize("name, old", [("jax", "0.7.2"), ("numpy", "2.1.3"), ("pandas", "2.2.3")])
+def test_setup_cell_restarts_the_session_when_it_replaced_an_imported_module(
+    colab, monkeypatch, capsys, name, old
+):
+    """A module imported before the cell (Colab's kernel imports numpy and pandas at start) keeps
+    running its old code: the cell says so in one line and ends the kernel, which Colab restarts."""
+    colab.packages[name] = old
+    monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(__version__=old))
     colab.run_setup_cell()
     out = capsys.readouterr().out
-    assert "RESTART NEEDED: this session had imported jax 0.7.2, which this cell replaced." in out
-    assert "Runtime > Restart session" in out and "No restart needed" not in out
+    (line,) = [line for line in out.splitlines() if line.startswith("RESTARTING")]
+    assert line.startswith(f"RESTARTING: this session had loaded {name} {old}, which this cell")
+    assert "run the notebook again from the top" in line and "No restart needed" not in out
+    assert colab.killed == [9]
 
 
 def test_setup_cell_needs_no_restart_when_the_imported_jax_is_current(colab, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__=X))
     colab.packages.update(jax=X, jaxlib=X)
     colab.run_setup_cell()
-    assert "No restart needed" in capsys.readouterr().out
+    assert "No restart needed" in capsys.readouterr().out and colab.killed == []
 
 
 # --- the banner -------------------------------------------------------------------------------

@@ -135,11 +135,13 @@ class ColabRuntime:
         env["JUPYTER_PATH"] = str(self.venv / "share" / "jupyter")
         return env
 
-    def run(self, *args: str, gpu: bool = False, cwd: Path | None = None) -> str:
+    def run(
+        self, *args: str, gpu: bool = False, cwd: Path | None = None, returncode: int = 0
+    ) -> str:
         env, cwd = self.env(gpu=gpu), cwd or self.root
         done = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True)
         output = done.stdout + done.stderr
-        assert done.returncode == 0, f"{' '.join(args)} failed:\n{output[-6000:]}"
+        assert done.returncode == returncode, f"{' '.join(args)} failed:\n{output[-6000:]}"
         return done.stdout
 
     def pip(self, *args: str) -> str:
@@ -196,7 +198,10 @@ class ColabRuntime:
         return stubbed
 
     def run_setup_cell(self, source: str, *, gpu: bool, import_jax_first: bool = False) -> str:
-        """Runs the cell as Colab's kernel would: `google.colab` imported, jax imported or not."""
+        """Runs the cell as Colab's kernel would: `google.colab` imported, jax imported or not.
+
+        With jax imported first, the cell replaces it and ends the process (SIGKILL), as it ends
+        Colab's kernel so that Colab restarts it."""
         cell = self.root / "setup_cell.py"
         cell.write_text(source)
         driver = "\n".join(
@@ -211,7 +216,8 @@ class ColabRuntime:
                 f"exec(compile(open({str(cell)!r}).read(), 'setup cell', 'exec'), {{'__name__': '__main__'}})",
             ]
         )
-        output = self.run(self.python, "-c", driver, gpu=gpu)
+        killed = -9 if import_jax_first else 0
+        output = self.run(self.python, "-c", driver, gpu=gpu, returncode=killed)
         print(output)
         return output
 
@@ -222,7 +228,7 @@ class ColabRuntime:
 
 def course_repository(destination: Path) -> Path:
     """This checkout's package (working tree, uncommitted changes included) as a git repository,
-    whose branch `main` the setup cell installs from as it does from GitHub."""
+    whose release tag `REF` the setup cell installs from as it does from GitHub."""
     ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
     destination.mkdir()
     shutil.copytree(ROOT / "src", destination / "src", ignore=ignore)
@@ -237,13 +243,12 @@ def course_repository(destination: Path) -> Path:
         "-c",
         "commit.gpgsign=false",
     ]
-    subprocess.run(
-        ["git", "init", "--quiet", "-b", notebook_setup.REF, str(destination)], check=True
-    )
+    subprocess.run(["git", "init", "--quiet", "-b", "main", str(destination)], check=True)
     subprocess.run([*git, "-C", str(destination), "add", "--all"], check=True)
     subprocess.run(
         [*git, "-C", str(destination), "commit", "--quiet", "-m", "snapshot"], check=True
     )
+    subprocess.run([*git, "-C", str(destination), "tag", notebook_setup.REF], check=True)
     return destination
 
 
@@ -294,7 +299,7 @@ def test_colab_freezes_have_the_old_jax_the_cell_replaces():
 
 def test_cpu_runtime_gets_the_pinned_jax_and_no_cuda_plugin(colab, setup_cell):
     """On Colab's CPU runtime, with Colab's jax already imported: jax == jaxlib == JAX_VERSION,
-    no CUDA plugin, and the cell asks for a restart; JAX then computes on the CPU, no warning."""
+    no CUDA plugin, and the cell restarts the session; JAX then computes on the CPU, no warning."""
     output = colab.run_setup_cell(setup_cell, gpu=False, import_jax_first=True)
     installed = colab.versions()
     print("CPU runtime:", jax_versions(installed))
@@ -306,8 +311,8 @@ def test_cpu_runtime_gets_the_pinned_jax_and_no_cuda_plugin(colab, setup_cell):
         f"Installed: jax {notebook_setup.JAX_VERSION}, jaxlib {notebook_setup.JAX_VERSION}\n"
         in output
     )
-    assert "RESTART NEEDED: this session had imported jax 0.7.2, jaxlib 0.7.2" in output
-    assert "Runtime > Restart session" in output
+    assert "RESTARTING: this session had loaded jax 0.7.2, jaxlib 0.7.2, numpy 2.1.3" in output
+    assert "run the notebook again from the top" in output
     banner = colab.banner(gpu=False)
     print(banner)
     assert banner.startswith(f"Executed with jax {notebook_setup.JAX_VERSION} on cpu (cpu backend")

@@ -10,6 +10,7 @@ URL, the README, checked by tests/test_notebook_text.py) derives from it instead
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +21,15 @@ from tools.qmd import load_config
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root (tools/ sits at the top of the repository)."""
 
-REF = "main"
-"""The git ref that Colab opens notebooks at and installs the course package from."""
+
+def course_version(root: Path = ROOT) -> str:
+    """The course package's version, `[project].version` in pyproject.toml."""
+    return tomllib.loads((root / "pyproject.toml").read_text())["project"]["version"]
+
+
+REF = f"v{course_version()}"
+"""The git ref that Colab opens notebooks at and installs the course package from: the release
+tag of pyproject's version, which never moves (README, "Cutting a release", says how to make it)."""
 
 GITHUB_URL = re.compile(r"^https://github\.com/([\w.-]+)/([\w.-]+?)(?:\.git)?/?$")
 

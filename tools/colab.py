@@ -1,14 +1,21 @@
-"""The first two cells of every notebook: an Open-in-Colab badge, and a setup cell that, on Colab
-only, installs the course package with the jax and jaxlib that requirements.txt pins.
+"""The first two cells of every notebook: a title with an Open-in-Colab link to the chapter's
+exercise notebook, and a collapsed setup cell that, on Colab only, installs the course package
+from its release tag with the jax and jaxlib that requirements.txt pins.
 
-The repository comes from `_quarto.yml`'s `book.repo-url` and the JAX version from
-requirements.txt (`tools.book`); neither is typed here.
+The repository comes from `_quarto.yml`'s `book.repo-url`, the release tag from pyproject's
+version, the pins from requirements.txt (`tools.book`); none of them is typed here.
 """
 
 from __future__ import annotations
 
+import re
+import tomllib
+from pathlib import Path
+
+import nbformat
+
 from tools import book
-from tools.book import REF
+from tools.book import REF, ROOT
 
 REPOSITORY = book.repository()
 """The course's GitHub repository (owner/name), from `_quarto.yml`'s `book.repo-url`."""
@@ -16,37 +23,96 @@ REPOSITORY = book.repository()
 JAX_VERSION = book.pinned_jax_version()
 """The jax and jaxlib version that the Colab setup cell installs: requirements.txt's pin."""
 
+COURSE_VERSION = book.course_version()
+"""The course package's version (pyproject.toml), the one its release tag `REF` holds."""
 
-def colab_url(notebook_name: str, repository: str = REPOSITORY, ref: str = REF) -> str:
-    """Where Colab opens `notebooks/<notebook_name>` of the repository."""
-    return f"https://colab.research.google.com/github/{repository}/blob/{ref}/notebooks/{notebook_name}"
+STUDENT_DIR = "student"
+"""Where the exercise notebooks are, below `notebooks/` (`tools.notebooks.STUDENT_DIR`)."""
+
+SAVE_A_COPY = "In Colab, first choose **File > Save a copy in Drive**, then work in that copy"
+"""What every Colab link says before the link: Colab does not keep changes to a notebook opened
+from GitHub, so a learner who skips this step loses their answers with the session."""
+
+SETUP_TITLE = "Setup: on Colab, installs the course and a matching JAX (a minute)"
+"""The one line a learner sees of the setup cell: Colab's form view hides the code below it."""
 
 
-def badge_markdown(notebook_name: str, repository: str = REPOSITORY, ref: str = REF) -> str:
-    """The Open-in-Colab badge for one notebook, as Markdown."""
+def exercise_notebook(chapter: str) -> str:
+    """The exercise notebook of a chapter, below `notebooks/`: 'jit', 'jit.ipynb',
+    'student/jit.ipynb' and 'chapters/jit.qmd' all give 'student/jit.ipynb'."""
+    stem = Path(chapter).name.removesuffix(".ipynb").removesuffix(".qmd")
+    return f"{STUDENT_DIR}/{stem}.ipynb"
+
+
+def colab_url(chapter: str, repository: str = REPOSITORY, ref: str = REF) -> str:
+    """Where Colab opens the chapter's exercise notebook (never the solutions), at the release tag."""
+    return (
+        f"https://colab.research.google.com/github/{repository}/blob/{ref}/notebooks/"
+        f"{exercise_notebook(chapter)}"
+    )
+
+
+def badge_markdown(chapter: str, repository: str = REPOSITORY, ref: str = REF) -> str:
+    """The Open-in-Colab badge of a chapter's exercise notebook, after the save-a-copy step."""
     image = "https://colab.research.google.com/assets/colab-badge.svg"
-    return f"[![Open In Colab]({image})]({colab_url(notebook_name, repository, ref)})"
+    return f"{SAVE_A_COPY}: [![Open In Colab]({image})]({colab_url(chapter, repository, ref)})"
+
+
+def colab_link(
+    chapter: str, label: str | None = None, repository: str = REPOSITORY, ref: str = REF
+) -> str:
+    """A Markdown link to a chapter's exercise notebook on Colab, for pages and the README."""
+    label = label or f"open {Path(exercise_notebook(chapter)).stem} in Colab"
+    return f"{SAVE_A_COPY}: [{label}]({colab_url(chapter, repository, ref)})"
 
 
 def course_requirement(repository: str = REPOSITORY, ref: str = REF) -> str:
-    """What the Colab setup cell asks pip for to install the course package."""
+    """What the Colab setup cell asks pip for to install the course package: its release tag."""
     return f"jaxcourse @ git+https://github.com/{repository}@{ref}"
 
 
 COURSE_REQUIREMENT = course_requirement()
 """The course package as the setup cell of this repository's notebooks installs it."""
 
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pinned_dependencies(root: Path = ROOT) -> list[str]:
+    """The course package's dependencies at requirements.txt's versions (jax and jaxlib aside):
+    what CI tests, so that every learner in a room gets the same versions."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    names = {_canonical(re.match(r"[A-Za-z0-9._-]+", d)[0]) for d in project["dependencies"]}
+    names -= {"jax", "jaxlib"}
+    pins = {}
+    for line in (root / "requirements.txt").read_text().splitlines():
+        match = re.match(r"([A-Za-z0-9._-]+)\s*([=<>!~].*)$", line.split("#")[0].strip())
+        if match and _canonical(match[1]) in names:
+            pins[_canonical(match[1])] = f"{match[1]}{match[2].replace(' ', '')}"
+    missing = names - set(pins)
+    if missing:
+        raise ValueError(f"requirements.txt does not pin the package's {sorted(missing)}")
+    return [pins[name] for name in sorted(pins)]
+
+
 SETUP_CELL = """\
-# Setup: on Colab, install the course and a matching JAX; anywhere else this cell does nothing.
+# @title {title}
+# Anywhere but Colab this cell does nothing.
 import sys
 
 JAX_VERSION = "{jax_version}"
+COURSE_VERSION = "{course_version}"
 COURSE = "{course}"
+PINNED = {pinned}
 
 if "google.colab" in sys.modules:
     import importlib
+    import os
+    import signal
     import subprocess
-    from importlib.metadata import distributions, version
+    import time
+    from importlib.metadata import PackageNotFoundError, distributions, version
 
     def gpu_present():
         # Colab's GPU runtimes have nvidia-smi, and `nvidia-smi -L` lists one "GPU 0: ..." per GPU.
@@ -61,18 +127,36 @@ if "google.colab" in sys.modules:
         names = {{(d.metadata["Name"] or "").lower().replace("_", "-") for d in distributions()}}
         return sorted(n for n in names if n.startswith("jax-cuda") and n.endswith(("plugin", "pjrt")))
 
+    def installed(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return None
+
     def pip(*args):
         subprocess.run([sys.executable, "-m", "pip", *args, "--quiet"], check=True)
 
+    # Modules this session has imported keep running their old code until a restart. Colab's
+    # kernel imports numpy and pandas at start, older than those the pinned JAX needs.
+    MODULES = ("jax", "jaxlib", "numpy", "scipy", "pandas", "matplotlib", "optax")
+
     def imported_versions():
-        # A module this session has imported keeps running its old code until a restart.
         return {{name: getattr(sys.modules[name], "__version__", "?")
-                for name in ("jax", "jaxlib", "numpy") if name in sys.modules}}
+                for name in MODULES if name in sys.modules}}
+
+    def ready(gpu):
+        # What an earlier run of this cell left: nothing to install again after the restart.
+        plugins = cuda_plugins()
+        return (installed("jax") == installed("jaxlib") == JAX_VERSION
+                and installed("jaxcourse") == COURSE_VERSION
+                and (len(plugins) == 2 if gpu else not plugins)
+                and all(installed(name) == JAX_VERSION for name in plugins))
 
     def install(gpu):
         # Colab preinstalls an older JAX, and pip would upgrade jax and jaxlib but not the CUDA
         # plugin. So one pip command installs all three at one version (jax[cuda12] brings the
-        # plugin) with the course, and any other plugin goes: with no GPU it is of no use.
+        # plugin) with the course and its pinned dependencies, and any other plugin goes: with
+        # no GPU it is of no use.
         if gpu:
             jax = [f"jax[cuda12]=={{JAX_VERSION}}"]
         else:
@@ -82,7 +166,7 @@ if "google.colab" in sys.modules:
         if unused:
             pip("uninstall", "--yes", *unused)
         # pip may then list conflicts with preinstalled packages that the course does not use.
-        pip("install", *jax, COURSE)
+        pip("install", *jax, *PINNED, COURSE)
         importlib.invalidate_caches()  # so that `version` sees what pip has just installed
 
     def check_versions():
@@ -95,12 +179,19 @@ if "google.colab" in sys.modules:
         print("Installed:", ", ".join(f"{{name}} {{v}}" for name, v in versions.items()))
 
     imported = imported_versions()
-    install(gpu_present())
-    check_versions()
-    outdated = [f"{{name}} {{old}}" for name, old in imported.items() if old != version(name)]
+    gpu = gpu_present()
+    if ready(gpu):
+        print(f"Ready: jax {{JAX_VERSION}} and the course {{COURSE_VERSION}} are installed.")
+    else:
+        install(gpu)
+        check_versions()
+    outdated = [f"{{name}} {{old}}" for name, old in imported.items() if old != installed(name)]
     if outdated:
-        print(f"RESTART NEEDED: this session had imported {{', '.join(outdated)}}, which this cell"
-              " replaced. Choose Runtime > Restart session, then run the notebook again from the top.")
+        print(f"RESTARTING: this session had loaded {{', '.join(outdated)}}, which this cell has"
+              " just replaced, so Colab now restarts the session (it may say it crashed). Then run"
+              " the notebook again from the top: this cell will take a few seconds.", flush=True)
+        time.sleep(1)  # lets the line reach the notebook before the kernel ends
+        os.kill(os.getpid(), signal.SIGKILL)  # Colab starts a fresh kernel by itself
     else:
         print("No restart needed: nothing this cell upgraded had been imported.")
 """
@@ -110,12 +201,27 @@ def setup_source(repository: str = REPOSITORY, ref: str = REF) -> str:
     """The first code cell of every notebook: on Colab, installs the course with a matching JAX.
 
     Colab preinstalls an older jax and jaxlib, and on a GPU runtime a CUDA plugin of their
-    version. The cell installs `JAX_VERSION` in one pip command (with the plugin of the same
-    version when `nvidia-smi -L` lists a GPU, and without any plugin otherwise), checks that
-    the plugin's version is jaxlib's, prints what is installed, and says whether the session must
-    restart. It never imports jax: the sharding chapter configures JAX after it. Elsewhere it
-    does nothing.
+    version; its kernel has imported numpy (and pandas) before any cell runs. The cell installs
+    `JAX_VERSION` and the course at its release tag `ref` with the dependencies at
+    requirements.txt's versions, in one pip command (with the plugin of the same version when
+    `nvidia-smi -L` lists a GPU, and without any plugin otherwise), checks that the plugin's
+    version is jaxlib's and prints what is installed. When it replaced a module the session had
+    imported, it says so in one line and ends the kernel process, which Colab restarts; run
+    again, it finds everything installed and installs nothing. It never imports jax: the
+    sharding chapter configures JAX after it. Elsewhere it does nothing.
     """
     return SETUP_CELL.format(
-        jax_version=JAX_VERSION, course=course_requirement(repository, ref)
+        title=SETUP_TITLE,
+        jax_version=JAX_VERSION,
+        course_version=COURSE_VERSION,
+        course=course_requirement(repository, ref),
+        pinned=repr(pinned_dependencies()),
     ).rstrip("\n")
+
+
+def setup_cell(repository: str = REPOSITORY, ref: str = REF) -> nbformat.NotebookNode:
+    """The setup cell, collapsed to its title line: Colab's form view, and JupyterLab's."""
+    cell = nbformat.v4.new_code_cell(setup_source(repository, ref))
+    cell.metadata["cellView"] = "form"
+    cell.metadata["jupyter"] = {"source_hidden": True}
+    return cell

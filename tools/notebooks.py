@@ -178,7 +178,7 @@ def chapter_to_notebook(
         nbformat.v4.new_markdown_cell(
             f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}"
         ),
-        nbformat.v4.new_code_cell(colab.setup_source(book.repository)),
+        colab.setup_cell(book.repository),  # collapsed to its title line
     ]
     labels: dict[int, str] = {}  # index in new_cells: the code cell's `#| label:`
     for cell in cells:
