@@ -1,0 +1,694 @@
+"""Workshop blocks: one short notebook per block of the workshop plan, generated from the chapters.
+
+Usage, from the repository root:
+
+    python -m tools.blocks            # write notebooks/blocks/<block>.ipynb and .../student/
+    python -m tools.blocks --check    # report block notebooks that are out of date (exit 1)
+    python -m tools.blocks --time     # execute each block notebook, time it and each reference
+                                      # solution, and write workshop/timings.json
+    python -m tools.blocks --warm     # run every block notebook once, so that JAX's persistent
+                                      # compilation cache holds their programs the next day
+
+`workshop/plan.yml` is the one source: each block names its chapter, the sections or labelled cells
+it demonstrates and its exercise sections. A block notebook is built from those excerpts of the
+chapter's own text (never a copy kept elsewhere), converted by `tools.notebooks` like a chapter: the
+Colab set-up cell, the chapter's imports, the demonstrated cells, the exercises (with their
+solutions, or, in the student variant, without), and the exercise summary. Whatever those cells
+use that the chapter defines elsewhere (a constant, a helper, the checkers' import) is found by
+reading the code (`names`) and brought along, so that each notebook runs on its own.
+
+The workshop pages (`workshop.qmd`, `instructors.qmd`) call the `*_markdown` functions below in
+cells with `output: asis`, so their lists and tables come from the plan and the chapters.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import builtins
+import json
+import os
+import symtable
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import yaml
+
+from tools import colab
+from tools.book import REF, Book, load_book, page_url
+from tools.notebooks import STUDENT_DIR, chapter_to_notebook, expand_includes
+from tools.qmd import CODE_FENCE, DIV_FENCE, HEADING, cell_options, heading_id, option_value
+
+ROOT = Path(__file__).resolve().parents[1]
+PLAN_FILE = Path("workshop/plan.yml")
+TIMINGS_FILE = Path("workshop/timings.json")
+BLOCKS_DIR = "blocks"
+"""Where the block notebooks go, below `notebooks/` (the student variants in `student/` below it)."""
+CACHE_NOTE = "compilation cache"
+
+# --- the plan ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Block:
+    """One block of the workshop: a chapter's few demonstrated cells and one or two exercises."""
+
+    id: str
+    title: str
+    chapter: str
+    demonstrate: tuple[str, ...]
+    exercises: tuple[str, ...]
+    minutes: dict[str, int]
+    note: str = ""
+    shown: bool = False
+    """True for a block shown from the executed chapter on the website: it has no notebook."""
+
+    @property
+    def page(self) -> str:
+        return f"chapters/{self.chapter}.qmd"
+
+    @property
+    def total(self) -> int:
+        return sum(self.minutes.values())
+
+    def notebook(self, student: bool = False) -> str:
+        """Its notebook's path below `notebooks/`."""
+        return f"{BLOCKS_DIR}/{STUDENT_DIR + '/' if student else ''}{self.id}.ipynb"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One line of a day's plan: a block, a chapter taught from its own notebook, a session
+    (welcome, wrap-up) or a break."""
+
+    kind: str  # "block", "chapter", "session", "break" or "day"
+    title: str
+    minutes: int
+    block: Block | None = None
+    chapter: str | None = None
+    extra: int = 0
+    """Minutes a slower plan adds to a block's exercises (the chapter's other exercises)."""
+
+
+def load_plan(root: Path = ROOT) -> dict:
+    return yaml.safe_load((root / PLAN_FILE).read_text())
+
+
+def blocks(root: Path = ROOT) -> list[Block]:
+    """The plan's blocks, in its order."""
+    return [
+        Block(
+            id=str(entry["id"]),
+            title=str(entry["title"]),
+            chapter=str(entry["chapter"]),
+            demonstrate=tuple(entry.get("demonstrate") or ()),
+            exercises=tuple(entry.get("exercises") or ()),
+            minutes={key: int(value) for key, value in entry["minutes"].items()},
+            note=str(entry.get("note", "")),
+            shown=bool(entry.get("shown", False)),
+        )
+        for entry in load_plan(root)["blocks"]
+    ]
+
+
+def schedule(name: str, root: Path = ROOT) -> list[Slot]:
+    """A plan ("one_day" or "two_day") as slots, in order; a "day" slot starts each day."""
+    by_id = {block.id: block for block in blocks(root)}
+    slots = []
+    for entry in load_plan(root)[name]:
+        if "day" in entry:
+            slots.append(Slot("day", f"Day {entry['day']}", 0))
+        elif "break" in entry:
+            slots.append(Slot("break", str(entry.get("name", "Break")), int(entry["break"])))
+        elif "block" in entry:
+            block = by_id[entry["block"]]
+            extra = int(entry.get("extra", 0))
+            slots.append(
+                Slot("block", block.title, block.total + extra, block, block.chapter, extra)
+            )
+        elif "chapter" in entry:
+            slots.append(
+                Slot("chapter", str(entry["title"]), int(entry["minutes"]), None, entry["chapter"])
+            )
+        else:
+            slots.append(Slot("session", str(entry["session"]), int(entry["minutes"])))
+    return slots
+
+
+def days(slots: list[Slot]) -> list[list[Slot]]:
+    """The slots of each day (a plan without "day" slots is one day)."""
+    result: list[list[Slot]] = [[]]
+    for slot in slots:
+        if slot.kind == "day":
+            if result[-1]:
+                result.append([])
+        else:
+            result[-1].append(slot)
+    return result
+
+
+def stretches(day: list[Slot]) -> list[int]:
+    """Minutes of each stretch of teaching between two breaks."""
+    lengths, current = [], 0
+    for slot in day:
+        if slot.kind == "break":
+            lengths.append(current)
+            current = 0
+        else:
+            current += slot.minutes
+    return [*lengths, current]
+
+
+# --- a chapter's structure ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A ```{python} chunk of a chapter: lines `start` (opening fence) to `end` (closing fence)."""
+
+    start: int
+    end: int
+    code: str
+    """Its code without the `#|` options."""
+    label: str
+    in_div: bool
+    """Inside a fenced div (a callout: the exercise solutions are there)."""
+
+
+@dataclass(frozen=True)
+class Section:
+    """A heading with an id, and its text up to the next heading of any level (`end` excluded)."""
+
+    id: str
+    level: int
+    title: str
+    start: int
+    end: int
+
+
+@dataclass
+class Chapter:
+    path: str
+    lines: list[str]
+    chunks: list[Chunk] = field(default_factory=list)
+    sections: list[Section] = field(default_factory=list)
+
+    def section(self, section_id: str) -> Section:
+        for section in self.sections:
+            if section.id == section_id:
+                return section
+        raise ValueError(f"{self.path} has no section {section_id!r}")
+
+    def section_of(self, line: int) -> Section | None:
+        """The innermost section holding `line`."""
+        found = None
+        for section in self.sections:
+            if section.start <= line:
+                found = section
+        return found
+
+    def top_section(self, section: Section) -> Section:
+        """The level-2 section that holds `section` (itself if it is one)."""
+        found = section
+        for candidate in self.sections:
+            if candidate.start <= section.start and candidate.level <= found.level:
+                if candidate.level == 2:
+                    found = candidate
+        return found
+
+
+def parse_chapter(text: str, path: str) -> Chapter:
+    """The chunks and the sections (headings outside code and callouts) of a chapter's text."""
+    lines = text.split("\n")
+    chapter = Chapter(path, lines)
+    fence, depth, opened = None, 0, 0
+    headings: list[tuple[int, int, str, str]] = []
+    for index, line in enumerate(lines):
+        code = CODE_FENCE.match(line)
+        if fence is not None:
+            if code and code.group(2).startswith(fence) and not code.group(3).strip():
+                if info_is_python(lines[opened]):
+                    body = lines[opened + 1 : index]
+                    options = cell_options(body)
+                    chapter.chunks.append(
+                        Chunk(
+                            opened,
+                            index,
+                            "\n".join(body[len(options) :]).strip("\n"),
+                            option_value(options, "label"),
+                            depth > 0,
+                        )
+                    )
+                fence = None
+            continue
+        if code:
+            fence, opened = code.group(2), index
+            continue
+        div = DIV_FENCE.match(line)
+        if div:
+            depth = depth + 1 if div.group(2) else max(depth - 1, 0)
+            continue
+        heading = HEADING.match(line)
+        if heading and depth == 0 and index > 0:
+            headings.append(
+                (
+                    index,
+                    len(heading.group(1)),
+                    heading.group(2),
+                    heading_id(heading.group(3)) or "",
+                )
+            )
+    for position, (index, level, title, section_id) in enumerate(headings):
+        end = headings[position + 1][0] if position + 1 < len(headings) else len(lines)
+        if section_id:
+            chapter.sections.append(Section(section_id, level, title, index, end))
+    return chapter
+
+
+def info_is_python(fence_line: str) -> bool:
+    return CODE_FENCE.match(fence_line).group(3).strip().startswith("{python")
+
+
+def load_chapter(name: str, root: Path = ROOT) -> Chapter:
+    path = root / "chapters" / f"{name}.qmd"
+    return parse_chapter(expand_includes(path.read_text(), path.parent), f"chapters/{name}.qmd")
+
+
+# --- what a cell uses and defines -------------------------------------------------------------
+
+IGNORED = set(dir(builtins)) | {"display", "get_ipython", "In", "Out", "__name__"}
+
+
+def _defined_by(table: symtable.SymbolTable) -> set[str]:
+    return {
+        s.get_name()
+        for s in table.get_symbols()
+        if s.is_assigned() or s.is_imported() or s.is_namespace()
+    }
+
+
+def _late_uses(table: symtable.SymbolTable) -> set[str]:
+    """Global names that nested scopes (functions, classes, lambdas) read."""
+    used = set()
+    for child in table.get_children():
+        used |= {s.get_name() for s in child.get_symbols() if s.is_referenced() and s.is_global()}
+        used |= _late_uses(child)
+    return used
+
+
+def names(code: str) -> tuple[set[str], set[str]]:
+    """(names the code reads before defining them, names it defines at the top level).
+
+    Statements are read in order: `key, subkey = split(key)` reads `key`, and a function reads
+    the globals its body uses. Builtins and IPython's names are left out; code Python cannot
+    parse (a cell magic) reads and defines nothing.
+    """
+    code = "\n".join(line for line in code.split("\n") if not line.lstrip().startswith(("%", "!")))
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set(), set()
+    whole = _defined_by(symtable.symtable(code, "<cell>", "exec"))
+    defined: set[str] = set()
+    free: set[str] = set()
+    simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Delete)
+    for statement in tree.body:
+        table = symtable.symtable(ast.unparse(statement), "<statement>", "exec")
+        binds = _defined_by(table)
+        for symbol in table.get_symbols():
+            name = symbol.get_name()
+            if symbol.is_referenced() and (isinstance(statement, simple) or name not in binds):
+                if name not in defined:
+                    free.add(name)
+        free |= _late_uses(table) - whole - defined
+        defined |= binds
+    return free - IGNORED, defined
+
+
+# --- a block's excerpts -----------------------------------------------------------------------
+
+
+@dataclass
+class Excerpt:
+    """The lines of a chapter that make up one block, and the chunks brought along for them."""
+
+    chapter: Chapter
+    lines: set[int]
+    brought: list[Chunk]
+    preamble: list[Chunk]
+
+
+def _span(lines: set[int], start: int, end: int) -> None:
+    lines.update(range(start, end))
+
+
+def select(block: Block, chapter: Chapter) -> Excerpt:
+    """The chapter lines a block shows: its imports, its named sections or cells, its exercises,
+    and every chunk of the chapter that defines a name they use (recursively)."""
+    first_heading = min((s.start for s in chapter.sections), default=len(chapter.lines))
+    preamble = [c for c in chapter.chunks if c.end < first_heading]
+    lines: set[int] = set()
+    for chunk in preamble:
+        _span(lines, chunk.start, chunk.end + 1)
+    for item in (*block.demonstrate, *block.exercises):
+        if item.startswith("sec-"):
+            section = chapter.section(item)
+            _span(lines, section.start, section.end)
+        else:
+            matches = [c for c in chapter.chunks if c.label == item]
+            if not matches:
+                raise ValueError(f"{chapter.path} has no cell labelled {item!r}")
+            _span(lines, matches[0].start, matches[0].end + 1)
+    brought: list[Chunk] = []
+    queue = [c for c in chapter.chunks if c.start in lines]
+    while queue:
+        chunk = queue.pop(0)
+        for name in sorted(names(chunk.code)[0]):
+            definer = None
+            for candidate in chapter.chunks:
+                if candidate.start >= chunk.start:
+                    break
+                if (not candidate.in_div or candidate.start in lines) and name in names(
+                    candidate.code
+                )[1]:
+                    definer = candidate
+            if definer is not None and definer.start not in lines:
+                _span(lines, definer.start, definer.end + 1)
+                brought.append(definer)
+                queue.append(definer)
+    return Excerpt(chapter, lines, sorted(brought, key=lambda c: c.start), preamble)
+
+
+def used_imports(code: str, used: set[str]) -> str:
+    """A set-up cell without the imports that nothing in the block reads (the chapter's imports
+    serve the whole chapter; a block that skips its benchmarks need not import torch). The
+    imports that are left come first, grouped as isort does; other statements follow as written."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return code
+    groups: list[list[str]] = [[], [], []]  # standard library, third party, first party
+    others = [
+        ast.get_source_segment(code, s)
+        for s in tree.body
+        if not isinstance(s, (ast.Import, ast.ImportFrom))
+    ]
+    used = used | names("\n".join(others))[0]
+    for statement in tree.body:
+        if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+            continue
+        statement.names = [
+            alias for alias in statement.names if (alias.asname or alias.name.split(".")[0]) in used
+        ]
+        if statement.names:
+            module = (getattr(statement, "module", None) or statement.names[0].name).split(".")[0]
+            group = 2 if module == "jaxcourse" else 0 if module in sys.stdlib_module_names else 1
+            groups[group].append(ast.unparse(statement))
+    parts = ["\n".join(group) for group in groups if group]
+    if others:
+        parts.append("\n".join(others))
+    return "\n\n".join(parts)
+
+
+def excerpt_text(block: Block, excerpt: Excerpt) -> str:
+    """The block as the text of a page: front matter, then the selected lines in chapter order;
+    a chunk brought along is introduced by a line naming the section it comes from."""
+    chapter = excerpt.chapter
+    brought = {chunk.start: chunk for chunk in excerpt.brought}
+    used: set[str] = set()
+    for chunk in chapter.chunks:
+        if chunk.start in excerpt.lines:
+            used |= names(chunk.code)[0]
+    replaced = {}
+    for chunk in excerpt.preamble:
+        code = used_imports(chunk.code, used)
+        if code != chunk.code:
+            body = chapter.lines[chunk.start + 1 : chunk.end]
+            options = body[: len(cell_options(body))]
+            replaced[chunk.start] = (chunk.end, [chapter.lines[chunk.start], *options, code, "```"])
+    out = ["---", f'title: "{block.title}"', "---", ""]
+    previous = None
+    skip_to = -1
+    for index in sorted(excerpt.lines):
+        if index <= skip_to:
+            previous = index
+            continue
+        if index in replaced:
+            skip_to, text = replaced[index]
+            out.extend(text)
+            previous = index
+            continue
+        if previous is not None and index != previous + 1:
+            out.append("")
+        if index in brought:
+            section = chapter.section_of(index)
+            where = f" from @{section.id}" if section else ""
+            out.extend(["", f"*Needed below{where}:*", ""])
+        out.append(chapter.lines[index])
+        previous = index
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+# --- the notebooks ----------------------------------------------------------------------------
+
+
+def colab_url(block: Block, repository: str | None = None) -> str:
+    """Where Colab opens a block's exercise notebook."""
+    repository = repository or colab.REPOSITORY
+    return (
+        f"https://colab.research.google.com/github/{repository}/blob/{REF}/notebooks/"
+        f"{block.notebook(student=True)}"
+    )
+
+
+SAVE_A_COPY = getattr(
+    colab, "SAVE_A_COPY", "In Colab, first choose **File > Save a copy in Drive**, then work there"
+)
+
+
+def _header(block: Block, book: Book, student: bool) -> str:
+    page = book.pages.get(block.page)
+    chapter = f"{page.prefix} {page.title}" if page and page.prefix else block.chapter
+    badge = "https://colab.research.google.com/assets/colab-badge.svg"
+    kind = "exercises" if student else "with solutions"
+    count = len(block.exercises)
+    return (
+        f"# Workshop block: {block.title} ({kind})\n\n"
+        f"{SAVE_A_COPY}: [![Open In Colab]({badge})]({colab_url(block, book.repository)})\n\n"
+        f"A short notebook for one block of the workshop: a few cells of the chapter "
+        f"[{chapter}]({page_url(block.page, site=book.site)}) to run together, then "
+        f"{count} exercise{'s' if count != 1 else ''}. It runs top to bottom on its own; the "
+        "whole chapter is on the website."
+    )
+
+
+STUDENT_PATHS = (
+    "`notebooks/` rather than `notebooks/student/`",
+    "`notebooks/blocks/` rather than `notebooks/blocks/student/`",
+)
+
+
+def block_notebook(
+    block: Block, *, student: bool, book: Book | None = None, root: Path = ROOT
+) -> nbformat.NotebookNode:
+    """A block's notebook (without outputs), built from its chapter's text."""
+    book = book or load_book(root)
+    excerpt = select(block, load_chapter(block.chapter, root))
+    notebook = chapter_to_notebook(
+        excerpt_text(block, excerpt),
+        block.notebook(student),
+        student=student,
+        book=book,
+        page=block.page,
+    )
+    notebook.cells[0].source = _header(block, book, student)
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = cell.source.replace(*STUDENT_PATHS)
+    return notebook
+
+
+def notebook_blocks(root: Path = ROOT) -> list[Block]:
+    """The blocks that have a notebook (not those shown from the website)."""
+    return [block for block in blocks(root) if not block.shown]
+
+
+def expected(root: Path = ROOT) -> dict[Path, str]:
+    """Every block notebook, by path, with its exact text."""
+    book = load_book(root)
+    found = {}
+    for block in notebook_blocks(root):
+        for student in (False, True):
+            notebook = block_notebook(block, student=student, book=book, root=root)
+            found[root / "notebooks" / block.notebook(student)] = nbformat.writes(notebook) + "\n"
+    return found
+
+
+def _existing(root: Path) -> list[Path]:
+    folder = root / "notebooks" / BLOCKS_DIR
+    return sorted(folder.glob("*.ipynb")) + sorted((folder / STUDENT_DIR).glob("*.ipynb"))
+
+
+def stale(root: Path = ROOT) -> list[str]:
+    """Block notebooks (below `notebooks/`) that are missing, out of date, or of no block."""
+    wanted = expected(root)
+    old = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
+    orphans = [path for path in _existing(root) if path not in wanted]
+    return sorted(str(path.relative_to(root / "notebooks")) for path in old + orphans)
+
+
+def write(root: Path = ROOT) -> list[Path]:
+    """Writes every block notebook and removes those of blocks that are gone."""
+    wanted = expected(root)
+    for path in _existing(root):
+        if path not in wanted:
+            path.unlink()
+    for path, text in wanted.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return list(wanted)
+
+
+# --- timings ----------------------------------------------------------------------------------
+
+
+def solution_sources(block: Block, root: Path = ROOT) -> dict[str, list[str]]:
+    """{exercise section id: the code of its solution cells, as the notebook holds it}."""
+    chapter = load_chapter(block.chapter, root)
+    found = {}
+    for exercise in block.exercises:
+        section = chapter.section(exercise)
+        found[exercise] = [
+            c.code for c in chapter.chunks if c.in_div and section.start < c.start < section.end
+        ]
+    return found
+
+
+def _seconds(cell) -> float | None:
+    timing = cell.get("metadata", {}).get("execution", {})
+    start, end = timing.get("iopub.execute_input"), timing.get("shell.execute_reply")
+    if not (start and end):
+        return None
+    from datetime import datetime
+
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+def execute(path: Path, env: dict[str, str] | None = None) -> tuple[float, nbformat.NotebookNode]:
+    """Executes a notebook in a fresh kernel (the notebook's folder as working directory);
+    returns (wall seconds, the executed notebook)."""
+    import nbclient
+
+    notebook = nbformat.read(path, as_version=4)
+    saved = dict(os.environ)
+    os.environ.update(env or {})
+    try:
+        client = nbclient.NotebookClient(
+            notebook,
+            timeout=600,
+            kernel_name="python3",
+            record_timing=True,
+            allow_errors=False,
+            resources={"metadata": {"path": str(path.parent)}},
+        )
+        start = time.perf_counter()
+        client.execute()
+        return time.perf_counter() - start, notebook
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def measure(root: Path = ROOT) -> dict:
+    """Runs every block notebook (solutions and exercises) and times it and each solution."""
+    from jaxcourse.environment import environment_line
+
+    result = {"machine": environment_line(), "blocks": {}}
+    for block in notebook_blocks(root):
+        entry = {}
+        wall, executed = execute(root / "notebooks" / block.notebook(False))
+        entry["solution_notebook_s"] = round(wall, 2)
+        cells = {cell.source: _seconds(cell) for cell in executed.cells if cell.cell_type == "code"}
+        entry["solutions_s"] = {
+            exercise: round(sum(cells.get(code) or 0.0 for code in codes), 2)
+            for exercise, codes in solution_sources(block, root).items()
+        }
+        wall, _ = execute(root / "notebooks" / block.notebook(True))
+        entry["student_notebook_s"] = round(wall, 2)
+        result["blocks"][block.id] = entry
+        print(block.id, entry, flush=True)
+    return result
+
+
+def load_timings(root: Path = ROOT) -> dict:
+    path = root / TIMINGS_FILE
+    return json.loads(path.read_text()) if path.exists() else {"machine": "", "blocks": {}}
+
+
+def warm(root: Path = ROOT) -> int:
+    """Runs every block's notebook with JAX's persistent compilation cache on, in the course's
+    cache folder, so that the same programs load from it instead of compiling on the day."""
+    from jaxcourse import compilation_cache
+
+    folder = compilation_cache.default_directory()
+    before = len(compilation_cache.entries(folder))
+    env = compilation_cache.environment(folder)
+    for block in notebook_blocks(root):
+        for student in (False, True):
+            wall, _ = execute(root / "notebooks" / block.notebook(student), env)
+            print(f"{block.notebook(student)}: ran in {wall:.1f} s", flush=True)
+    after = len(compilation_cache.entries(folder))
+    print(f"{folder}: {after} compiled programs ({after - before} new).")
+    print("On the day, start Jupyter with the cache on (the same folder):")
+    print('    eval "$(python -m tools.blocks --cache-env)" && python -m jupyter lab')
+    return 0
+
+
+def cache_env() -> str:
+    """`export` lines that turn the course's persistent compilation cache on in a shell."""
+    from jaxcourse import compilation_cache
+
+    variables = compilation_cache.environment(compilation_cache.default_directory())
+    return "\n".join(f"export {name}={value}" for name, value in variables.items())
+
+
+# --- the command ------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", action="store_true", help="only report stale block notebooks")
+    group.add_argument("--time", action="store_true", help=f"measure, write {TIMINGS_FILE}")
+    group.add_argument("--warm", action="store_true", help="fill the compilation cache")
+    group.add_argument("--cache-env", action="store_true", help="print the cache's variables")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root")
+    args = parser.parse_args(argv)
+    root = args.root
+    if args.cache_env:
+        print(cache_env())
+        return 0
+    if args.warm:
+        return warm(root)
+    if args.time:
+        timings = measure(root)
+        (root / TIMINGS_FILE).write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
+        print("wrote", TIMINGS_FILE)
+        return 0
+    if args.check:
+        old = stale(root)
+        if old:
+            print("Out of date (run python -m tools.blocks):", ", ".join(old))
+            return 1
+        print(f"All {2 * len(notebook_blocks(root))} block notebooks are in sync.")
+        return 0
+    for path in write(root):
+        print("wrote", path.relative_to(root))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
