@@ -6,8 +6,8 @@ import jax.numpy as jnp
 import pytest
 
 from jaxcourse.exercises.autodiff import (
+    check_curvatures,
     check_exprel,
-    check_hvp,
     check_jacobian_rows,
     check_loss_and_grad,
 )
@@ -18,7 +18,7 @@ def stub(*args, **kwargs):
 
 
 @pytest.mark.parametrize(
-    "checker", [check_loss_and_grad, check_hvp, check_exprel, check_jacobian_rows]
+    "checker", [check_loss_and_grad, check_curvatures, check_exprel, check_jacobian_rows]
 )
 def test_stub_is_not_yet(checker):
     verdict = checker(stub)
@@ -95,27 +95,45 @@ def test_loss_and_grad_wrong_answers_fail(wrong, hint):
 # Exercise 2 ------------------------------------------------------------------------------------
 
 
-def test_hvp_forward_over_reverse_passes():
-    assert check_hvp(lambda f, x, v: jax.jvp(jax.grad(f), (x,), (v,))[1])
+def hvp(f, x, v):
+    return jax.jvp(jax.grad(f), (x,), (v,))[1]
 
 
-def test_hvp_reverse_over_reverse_also_passes():
-    assert check_hvp(lambda f, x, v: jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x))
+def test_curvatures_forward_over_reverse_passes():
+    assert check_curvatures(lambda f, x, d: jax.vmap(lambda v: jnp.vdot(v, hvp(f, x, v)))(d))
+
+
+def test_curvatures_reverse_over_reverse_and_forward_over_forward_also_pass():
+    def reverse(f, x, d):
+        return jax.vmap(lambda v: jnp.vdot(v, jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x)))(
+            d
+        )
+
+    def forward(f, x, d):
+        return jax.vmap(lambda v: jax.jvp(lambda y: jax.jvp(f, (y,), (v,))[1], (x,), (v,))[1])(d)
+
+    assert check_curvatures(reverse)
+    assert check_curvatures(forward)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (lambda f, x, v: jax.hessian(f)(x) @ v, "the Hessian"),
-        (lambda f, x, v: jax.jacfwd(jax.grad(f))(x) @ v, "the Hessian"),
-        (lambda f, x, v: jax.grad(f)(x) * v, "you returned grad(f)(x) * v"),
-        (lambda f, x, v: jax.jvp(jax.grad(f), (x,), (v,)), "the product is the tangent"),
-        (lambda f, x, v: jax.jvp(f, (x,), (v,))[1], "should be one array of shape (5,)"),
+        (
+            lambda f, x, d: jnp.einsum("kn,nm,km->k", d, jax.hessian(f)(x), d),
+            "the Hessian",
+        ),
+        (
+            lambda f, x, d: jnp.stack([jnp.vdot(v, hvp(f, x, v)) for v in d]),
+            "a Python loop over the directions",
+        ),
+        (lambda f, x, d: jax.vmap(lambda v: hvp(f, x, v))(d), "H v for each direction"),
+        (lambda f, x, d: d @ jax.grad(f)(x), "first derivatives"),
     ],
-    ids=["hessian", "jacfwd-of-grad", "grad-times-v", "whole-jvp-pair", "first-derivative-only"],
+    ids=["hessian", "python-loop", "hvp-not-dotted", "slopes"],
 )
-def test_hvp_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_hvp, wrong, hint)
+def test_curvatures_wrong_answers_fail(wrong, hint):
+    assert_fails_with(check_curvatures, wrong, hint)
 
 
 # Exercise 3 ------------------------------------------------------------------------------------
