@@ -2,16 +2,23 @@
 
 Subpackages and modules, one idea each:
     pln        the Poisson-lognormal case study (data, model maths, fitting levels)
-    timing     honest timings of JAX code (`time_call`); environment: where they ran
+    timing     honest timings of JAX code (`time_call`)
+    environment what a timing or a page ran on: backend, devices, versions, CPU
     bench      the PLN benchmark (python -m jaxcourse.bench pln ...); re-exports timing
     optim      Rprop exactly as torch runs it, Newton-Rprop and Newton momentum, as optax transforms
     checks     exercise verdicts; `exercises` holds each chapter's checkers
+    ladder     hint ladders: checker.hint(1), .hint(2), .solution()
     display    show package source in a chapter
+    page       the first cell of every chapter: short tracebacks, plot style, banner
     plotting   figures shared by chapters
     diagrams   pictures of the ideas (jit pipeline, vmap axes, flatten, sharding) drawn from
                real JAX objects
     debugging  parity checks against float64 and tracebacks without JAX's frames
+    jit_parity the stand-alone reproducer of the open XLA:CPU miscompilation (jax and numpy only)
+    hlo        what a compiled program writes to memory: the arrays between its fused loops
+    reductions sums over large arrays in the form XLA fuses, chosen once for the pinned release
     config     problem sizes chosen by device
+    optional   the optional `compare` extra (pyPLNmodels, torch), imported only where needed
     parallel   the data-parallel training example of the sharding chapter, the mesh axis name
     tracecount count how often a function is traced
     mesh       the ("data", "model") grid of devices, checked before jax.make_mesh sees it
