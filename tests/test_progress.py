@@ -1,0 +1,120 @@
+"""`python -m jaxcourse.progress`: one table of a participant's exercises, read from the verdicts
+saved in their notebooks' outputs (no kernel, no execution: saved notebooks built here)."""
+
+import json
+import subprocess
+import sys
+
+from jaxcourse import progress
+from jaxcourse.exercises import jit as jit_exercises
+from jaxcourse.exercises import vmap as vmap_exercises
+
+AT = jit_exercises.check_apply_boundary.__exercise__
+SHRINK = jit_exercises.check_shrink_path.__exercise__
+SHARED = vmap_exercises.check_predict_all.__exercise__
+
+
+def code(source, count=None, outputs=()):
+    return {
+        "cell_type": "code",
+        "execution_count": count,
+        "metadata": {},
+        "outputs": list(outputs),
+        "source": source,
+    }
+
+
+def result(text):
+    return {"output_type": "execute_result", "execution_count": 1, "data": {"text/plain": text}}
+
+
+def save(path, cells):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    )
+
+
+def jit_notebook(path):
+    """Exercise 1 checked twice (NOT YET, then PASSED, its cell run last); Exercise 3 never run;
+    jax's own check_grads is called too, and is no exercise."""
+    save(
+        path,
+        [
+            code(
+                "from jaxcourse.exercises.jit import check_apply_boundary, check_shrink_path\n"
+                "from jax.test_util import check_grads",
+                1,
+            ),
+            code(
+                "check_apply_boundary(apply_boundary)",
+                5,
+                [result(f"[PASSED] {AT}: correct, well done.")],
+            ),
+            code(
+                "check_apply_boundary(apply_boundary)",
+                3,
+                [result(f"[NOT YET] {AT}: Hint: the end values are wrong.")],
+            ),
+            code("check_grads(f, (1.0,), order=1)", 4),
+            code("check_shrink_path(shrink_path)"),
+        ],
+    )
+
+
+def test_the_last_verdict_run_wins_and_unrun_exercises_are_listed(tmp_path):
+    """Cells are read in the order they ran (execution counts), not in page order."""
+    jit_notebook(tmp_path / "jit.ipynb")
+    rows = progress.progress(tmp_path)
+    assert [(r.exercise, r.verdict) for r in rows] == [
+        (AT, progress.PASSED),
+        (SHRINK, progress.NOT_RUN),
+    ]
+
+
+def test_a_name_with_a_colon_and_an_attribute_call(tmp_path):
+    """`exercises.check_x(...)` counts, and an exercise name holding ': ' is read whole."""
+    assert ": " in SHARED
+    save(
+        tmp_path / "blocks" / "vmap.ipynb",
+        [
+            code("from jaxcourse.exercises import vmap as exercises", 1),
+            code(
+                "exercises.check_predict_all(predict_all)",
+                2,
+                [
+                    {
+                        "output_type": "stream",
+                        "name": "stdout",
+                        "text": [f"[NOT YET] {SHARED}: Hint: x"],
+                    }
+                ],
+            ),
+        ],
+    )
+    assert progress.progress(tmp_path) == [
+        progress.Row("blocks/vmap.ipynb", SHARED, progress.NOT_YET)
+    ]
+
+
+def test_copies_are_skipped_and_the_command_prints_one_table(tmp_path):
+    jit_notebook(tmp_path / "jit.ipynb")
+    jit_notebook(tmp_path / "saved-before-regeneration" / "jit-old.ipynb")
+    (tmp_path / "broken.ipynb").write_text("{not json")
+    out = subprocess.run(
+        [sys.executable, "-m", "jaxcourse.progress", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "jit-old" not in out
+    assert "broken.ipynb" in out
+    lines = out.strip().split("\n")
+    assert lines[0].split() == ["notebook", "exercise", "verdict"]
+    assert any(line.startswith("jit.ipynb") and line.endswith("PASSED") for line in lines)
+    assert lines[-1] == "1 of 3 exercises passed, 0 not yet, 2 not run."
+
+
+def test_a_missing_folder_says_so(tmp_path, capsys):
+    assert progress.main([str(tmp_path / "nowhere")]) == 1
+    assert "No folder" in capsys.readouterr().out
