@@ -176,3 +176,13 @@ def test_the_index_maps_every_chapter_in_book_order():
     chapters = [page for page in CHAPTERS if page != "chapters/glossary.qmd"]
     first_links = list(dict.fromkeys(link for link in linked if link in chapters))
     assert first_links == chapters, "the map links each chapter, in _quarto.yml's order"
+
+
+def test_every_checker_is_called_by_a_chapter():
+    called = {
+        name
+        for page in CHAPTERS
+        for _, source in code_cells(page)
+        for name in CHECKER_CALL.findall(source)
+    }
+    assert sorted(set(checker_exercises()) - called) == []
