@@ -45,14 +45,17 @@ def _clipped_reference(grads: np.ndarray, max_norm: float) -> np.ndarray:
 def _clipping_cases() -> list[tuple[str, object, tuple, float]]:
     rng = np.random.default_rng(2)
     xs = rng.normal(size=(8, 3)).astype(np.float32)
-    xs[5] = 0.0  # an example whose Poisson gradient is exactly zero: its norm is 0
+    no_zero = xs.copy()  # first, no zero gradient: a wrong formula is named before any NaN
+    xs[5] = 0.0  # an example whose gradient is exactly zero (both losses): its norm is 0
     counts = rng.poisson(2.0, size=8).astype(np.float32)
     labels = np.where(rng.random(8) < 0.5, -1.0, 1.0).astype(np.float32)
     weights = np.array([0.3, -0.2, 0.5], dtype=np.float32)
     poisson = (jnp.asarray(weights), jnp.asarray(xs), jnp.asarray(counts))
     logistic = (jnp.asarray(weights), jnp.asarray(xs), jnp.asarray(labels))
+    poisson_no_zero = (jnp.asarray(weights), jnp.asarray(no_zero), jnp.asarray(counts))
     # 0.3 is below most per-example norms and the mean's norm; 1e3 clips nothing.
     return [
+        ("poisson_loss, max_norm=0.3, no zero gradient", poisson_loss, poisson_no_zero, 0.3),
         ("poisson_loss, max_norm=0.3", poisson_loss, poisson, 0.3),
         ("poisson_loss, max_norm=1000 (nothing to clip)", poisson_loss, poisson, 1e3),
         ("logistic_loss, max_norm=0.1", logistic_loss, logistic, 0.1),
@@ -69,7 +72,29 @@ def _wrong_clipping_hint(
     """The hint naming the clipping mistake that explains `result`, else a general one."""
     unclipped = grads.mean(axis=0)
     norms = np.linalg.norm(grads, axis=1, keepdims=True)
+    safe = np.where(norms > 0, norms, 1.0)
+    coordinate_norms = np.linalg.norm(grads, axis=0, keepdims=True)
     candidates = [
+        (
+            (grads * np.minimum(1.0, max_norm / coordinate_norms)).mean(axis=0),
+            "you took the norms over the examples (axis=0), one per coordinate: clip by the norm of "
+            "each example's gradient, taken over its coordinates (axis=1).",
+        ),
+        (
+            (grads * min(1.0, max_norm / np.linalg.norm(grads))).mean(axis=0),
+            "you used one norm for the whole batch of gradients (jnp.linalg.norm of the matrix): "
+            "each example's gradient has its own norm, norm(g_i), taken with axis=1.",
+        ),
+        (
+            (grads * np.maximum(1.0, max_norm / safe)).mean(axis=0),
+            "you scaled by max(1, max_norm / norm) (jnp.maximum), which enlarges the small "
+            "gradients and clips nothing: scale by jnp.minimum(1.0, max_norm / norm).",
+        ),
+        (
+            (grads * np.minimum(1.0, max_norm / np.where(norms > 0, norms**2, 1.0))).mean(axis=0),
+            "you divided max_norm by the squared norm (jnp.sum(g ** 2)): clip by the L2 norm itself, "
+            "jnp.linalg.norm(g_i), the square root of that sum.",
+        ),
         (
             poisson_expected,
             "your per-example gradients are Poisson's although the loss passed in is "
@@ -90,6 +115,12 @@ def _wrong_clipping_hint(
             np.clip(grads, -max_norm, max_norm).mean(axis=0),
             "you clipped each coordinate to [-max_norm, max_norm]; clip the L2 norm of each whole "
             "per-example gradient: scale it by min(1, max_norm / norm(g_i)).",
+        ),
+        (
+            np.minimum(grads, max_norm).mean(axis=0),
+            "you capped each coordinate at max_norm (from above only, as jnp.clip(g, max=max_norm) "
+            "does): clip the L2 norm of each whole per-example gradient, scaling it by "
+            "min(1, max_norm / norm(g_i)).",
         ),
         (
             (grads * max_norm / np.where(norms > 0, norms, 1.0)).mean(axis=0),
@@ -189,3 +220,12 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
         "with jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)).",
         what="clipped_mean_grad",
     )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_clipped_mean_grad": (
+        "First get one gradient per example from the loss you are given: jax.grad differentiates one example's loss, and jax.vmap maps it over the examples with w shared.",
+        "grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys) has shape (n, len(w)). Take each row's L2 norm (axis=1, keepdims=True), scale each row by jnp.minimum(1.0, max_norm / norm), then average over the examples (axis=0). An all-zero gradient gives max_norm / 0 = inf, which jnp.minimum turns into 1; no Python min() or if, since max_norm is traced under jit.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

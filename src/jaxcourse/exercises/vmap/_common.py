@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 
+import jax.numpy as jnp
 import numpy as np
 
 from ...checks import (
@@ -12,7 +13,7 @@ from ...checks import (
     require,
     require_array,
 )
-from .._jaxpr import traced_program
+from .._jaxpr import primitive_names, traced_program
 
 _fresh_sizes = itertools.count(11)
 """Batch sizes used by no earlier check, so that no cached trace hides how an answer batches."""
@@ -79,3 +80,37 @@ def _require_values(
     """One array of the expected shape first (a hint naming what came instead), then its values."""
     result = require_array(result, expected.shape, what=what, expected=expected_words)
     require(close(result, expected, rtol=1e-4, atol=1e-5), wrong_values_hint)
+
+
+def _require_not_like(result, candidates: list[tuple[object, str]], rtol=1e-4, atol=1e-5) -> None:
+    """Fails with the hint of the first known wrong answer that `result` equals (a candidate of
+    another shape never matches): the hint then names what the answer did."""
+    for candidate, hint in candidates:
+        candidate = np.asarray(candidate)
+        if _shape(result) == candidate.shape and close(
+            np.asarray(result, np.float64), candidate, rtol=rtol, atol=atol
+        ):
+            require(False, hint)
+
+
+def _require_float32(result, what: str) -> None:
+    """Fails when a float result came back in a narrower float type (float16, bfloat16)."""
+    dtype = getattr(result, "dtype", None)
+    if dtype is None or not jnp.issubdtype(dtype, jnp.floating):
+        return
+    require(
+        jnp.finfo(dtype).bits >= 32,
+        f"{what} returned {jnp.dtype(dtype).name}: the values are rounded to {jnp.finfo(dtype).bits} "
+        "bits. Keep the float32 that the inputs have (no .astype to a narrower type).",
+    )
+
+
+def _grows_with_batch(answer, make_args, what: str) -> tuple[int, int, int, int] | None:
+    """(small, its equation count, large, its equation count) when the answer's program has more
+    equations for a larger batch (a Python loop over the examples, unrolled); else None."""
+    small, large = next(_fresh_sizes), next(_fresh_sizes) + 5
+    counts = [
+        len(primitive_names(traced_program(answer, *make_args(n), what=what)))
+        for n in (small, large)
+    ]
+    return (small, counts[0], large, counts[1]) if counts[0] != counts[1] else None

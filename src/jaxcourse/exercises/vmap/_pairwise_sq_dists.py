@@ -11,7 +11,14 @@ from ...checks import (
     exercise_checker,
     require,
 )
-from ._common import _fresh_sizes, _require_values, _require_vmap, _shape
+from ._common import (
+    _fresh_sizes,
+    _grows_with_batch,
+    _require_not_like,
+    _require_values,
+    _require_vmap,
+    _shape,
+)
 
 _ZIPPED_HINTS = (
     (
@@ -48,6 +55,21 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
                 n == m or _shape(result) != (n,),
                 f"a single vmap pairs xs[i] with ys[i]; nest two vmaps to get every pair (shape {(n, m)}).",
             )
+            _require_not_like(
+                result,
+                [
+                    (
+                        np.sqrt(expected),
+                        "you took the square root: these are distances, and the exercise asks for "
+                        "squared distances, sq_dist(xs[i], ys[j]) = sum((x - y) ** 2).",
+                    ),
+                    (
+                        np.abs(xs[:, None, :].astype(np.float64) - ys[None, :, :]).sum(axis=-1),
+                        "you summed absolute differences |x - y|; sq_dist sums squared differences, "
+                        "(x - y) ** 2.",
+                    ),
+                ],
+            )
             _require_values(
                 result,
                 expected,
@@ -56,6 +78,15 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
                 f"the shape is right but the values are not ({n} x {m} points{how}): is sq_dist applied "
                 "to one point of xs and one point of ys?",
             )
+    grows = _grows_with_batch(
+        pairwise_sq_dists, lambda n: (jnp.ones((n, 3)), jnp.ones((4, 3))), "pairwise_sq_dists"
+    )
+    require(
+        grows is None,
+        "the values are right, but your program grows with the number of points of xs ({1} "
+        "operations for {0}, {3} for {2}): a Python loop over xs, unrolled. Replace the loop by the "
+        "outer vmap, jax.vmap(..., in_axes=(0, None)).".format(*(grows or (0, 0, 0, 0))),
+    )
     fresh = next(_fresh_sizes)
     _require_vmap(
         pairwise_sq_dists,
@@ -66,3 +97,12 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
         "over xs with in_axes=(0, None).",
         what="pairwise_sq_dists",
     )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_pairwise_sq_dists": (
+        "One vmap pairs xs[i] with ys[i]. To get every pair, map twice: first one point of xs against all of ys, then that over all of xs.",
+        "Inner: jax.vmap(sq_dist, in_axes=(None, 0)), one x against every y, shape (m,). Outer: jax.vmap(inner, in_axes=(0, None)) over xs, so the rows are indexed by xs, shape (n, m). Use sq_dist as given: squared differences, no square root; no Python loop over the points.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

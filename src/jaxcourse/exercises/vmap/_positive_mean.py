@@ -13,6 +13,7 @@ from ...checks import (
     require,
     require_array,
 )
+from ._common import _require_not_like
 
 _POSITIVE_MEAN_ROWS = np.array(
     [
@@ -31,12 +32,22 @@ _BOOLEAN_MASK_HINT = (
     "every entry and zero out the others with jnp.where."
 )
 
+_NONZERO_SIZE_HINT = (
+    "jnp.nonzero (or jnp.where with one argument) returns as many indices as there are positive "
+    "entries, a number that depends on the values, so vmap cannot batch it without size=. Keep "
+    "every entry and zero out the others with jnp.where(x > 0, x, 0.0)."
+)
+
+_NO_POSITIVE_ROWS = np.flatnonzero(~(_POSITIVE_MEAN_ROWS > 0).any(axis=1))
+"""The test rows with no positive entry, whose answer is 0.0."""
+
 
 @exercise_checker("Exercise 2 (a vmap-friendly positive mean)")
 def check_positive_mean(positive_mean) -> None:
     """`positive_mean(x)` on one vector works eagerly, under `vmap` and under `jit(vmap(...))`."""
     rows = jnp.asarray(_POSITIVE_MEAN_ROWS)
     hints = (
+        (jax.errors.ConcretizationTypeError, "size argument", _NONZERO_SIZE_HINT),
         (IndexError, "", _BOOLEAN_MASK_HINT),
         (jax.errors.NonConcreteBooleanIndexError, "", _BOOLEAN_MASK_HINT),
     )
@@ -74,8 +85,40 @@ def check_positive_mean(positive_mean) -> None:
             ),
             "zeros are not positive: count the entries with x > 0, not x >= 0.",
         )
+        positive_count = np.maximum((_POSITIVE_MEAN_ROWS > 0).sum(axis=1), 1)
+        nonzero_count = np.maximum((_POSITIVE_MEAN_ROWS != 0).sum(axis=1), 1)
+        _require_not_like(
+            result,
+            [
+                (
+                    _POSITIVE_MEAN_ROWS.sum(axis=1) / positive_count,
+                    "you summed every entry, the negative ones too, then divided by the number of "
+                    "positive entries: sum only the positive ones, jnp.where(x > 0, x, 0.0).sum().",
+                ),
+                (
+                    np.abs(_POSITIVE_MEAN_ROWS).sum(axis=1) / nonzero_count,
+                    "this is the mean of the absolute values of the nonzero entries: negative "
+                    "entries must not count at all, neither in the sum nor in the count.",
+                ),
+            ],
+        )
+        empty = result[_NO_POSITIVE_ROWS]
+        require(
+            close(empty, np.zeros_like(empty), atol=1e-6),
+            f"{how}: the rows with no positive entry gave {empty.round(4).tolist()}; the exercise "
+            "asks for 0.0 there.",
+        )
         require(
             close(result, _POSITIVE_MEAN_EXPECTED, rtol=1e-4, atol=1e-5),
             f"{how}: expected {_POSITIVE_MEAN_EXPECTED.tolist()} for the test rows, got "
             f"{result.round(4).tolist()}.",
         )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_positive_mean": (
+        "Under vmap every row must give arrays of the same shape, so x[x > 0] (whose length depends on the values) is out. Keep all the entries and make the unwanted ones harmless instead.",
+        "Two reductions over the whole row: the sum of jnp.where(x > 0, x, 0.0) and the count (x > 0).sum(). Strictly positive: zeros do not count. A row with no positive entry has count 0 and must give 0.0, not a NaN: divide by jnp.maximum(count, 1), and choose with jnp.where, never a Python if.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""
