@@ -39,7 +39,13 @@ import yaml
 
 from tools import colab
 from tools.book import REF, Book, load_book, page_url
-from tools.notebooks import STUDENT_DIR, chapter_to_notebook, expand_includes
+from tools.notebooks import (
+    STUDENT_DIR,
+    chapter_to_notebook,
+    expand_includes,
+    holds_learner_work,
+    keep_learner_work,
+)
 from tools.qmd import CODE_FENCE, DIV_FENCE, HEADING, cell_options, heading_id, option_value
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -540,16 +546,25 @@ def stale(root: Path = ROOT) -> list[str]:
     return sorted(str(path.relative_to(root / "notebooks")) for path in old + orphans)
 
 
-def write(root: Path = ROOT) -> list[Path]:
-    """Writes every block notebook and removes those of blocks that are gone."""
+def write(root: Path = ROOT) -> tuple[list[Path], list[Path]]:
+    """Writes every block notebook and removes those of blocks that are gone; a notebook that
+    holds someone's saved work is first copied, as `tools.notebooks` does for the chapters.
+    Returns (notebooks written, copies kept)."""
     wanted = expected(root)
-    for path in _existing(root):
-        if path not in wanted:
-            path.unlink()
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    replaced = [p for p, text in wanted.items() if p.exists() and p.read_text() != text]
+    orphans = [path for path in _existing(root) if path not in wanted]
+    kept = [
+        keep_learner_work(root, path, stamp)
+        for path in replaced + orphans
+        if holds_learner_work(path)
+    ]
+    for path in orphans:
+        path.unlink()
     for path, text in wanted.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    return list(wanted)
+    return list(wanted), kept
 
 
 # --- timings ----------------------------------------------------------------------------------
@@ -685,8 +700,11 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         print(f"All {2 * len(notebook_blocks(root))} block notebooks are in sync.")
         return 0
-    for path in write(root):
+    written, kept = write(root)
+    for path in written:
         print("wrote", path.relative_to(root))
+    for copy in kept:
+        print("kept a copy of your saved work:", copy.relative_to(root))
     return 0
 
 

@@ -318,6 +318,9 @@ def _run(args: argparse.Namespace) -> int:
         stale = stale_notebooks(args.root)
         if solutions.is_stale(args.root):
             stale.append(str(solutions.SOLUTIONS_FILE))
+        from tools import blocks  # the workshop's block notebooks, built from the chapters too
+
+        stale.extend(blocks.stale(args.root))
         if stale:
             print(
                 "Out of date (run python -m tools.notebooks, which first copies any notebook "
@@ -331,6 +334,10 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 0
     written, kept = write_all(args.root)
+    from tools import blocks
+
+    block_notebooks, block_copies = blocks.write(args.root)
+    written, kept = written + block_notebooks, kept + block_copies
     if solutions.write(args.root):
         print("wrote", solutions.SOLUTIONS_FILE)
     for path in written:

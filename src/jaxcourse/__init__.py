@@ -8,6 +8,7 @@ Subpackages and modules, one idea each:
     optim      Rprop exactly as torch runs it, Newton-Rprop and Newton momentum, as optax transforms
     checks     exercise verdicts; `exercises` holds each chapter's checkers
     ladder     hint ladders: checker.hint(1), .hint(2), .solution()
+    progress   a participant's exercises in one table, from their saved notebooks' verdicts
     display    show package source in a chapter
     page       the first cell of every chapter: short tracebacks, plot style, banner
     plotting   figures shared by chapters
