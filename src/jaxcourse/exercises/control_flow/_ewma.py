@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -16,12 +17,29 @@ from ...checks import (
 )
 from .._jaxpr import primitive_names, traced_program
 
+HINTS = {
+    "check_ewma": (
+        "Write one step, step(carry, x) -> (new carry, output), and let "
+        "jax.lax.scan(step, init, xs) run it over xs; return the stacked outputs (the second "
+        "thing scan returns), one per entry of xs. Decide first what the carry must hold before "
+        "the first reading.",
+        "Start the carry as NaN, meaning 'nothing seen yet' (not 0, and not xs[0], which may be a "
+        "gap). In the step, jnp.where(jnp.isnan(carry), x, alpha * x + (1 - alpha) * carry) "
+        "starts or updates the average, and a second jnp.where on jnp.isnan(x) keeps the carry at "
+        "a gap. Output the updated carry, not the one you received, and never use a Python if on "
+        "alpha or x.",
+    ),
+}
 
-def _ewma_reference(xs: np.ndarray, alpha: float, *, swap: bool = False) -> np.ndarray:
+
+def _ewma_reference(
+    xs: np.ndarray, alpha: float, *, swap: bool = False, start: float = math.nan
+) -> np.ndarray:
     """In float64: the moving average the exercise asks for. A gap (NaN) keeps the last value,
-    before the first reading it is NaN, the first reading starts it; `swap` exchanges the weights."""
+    before the first reading it is NaN, the first reading starts it; `swap` exchanges the weights,
+    a `start` other than NaN is averaged with the first reading instead."""
     out = np.full(len(xs), np.nan)
-    smoothed = math.nan
+    smoothed = start
     for t, x in enumerate(xs.astype(np.float64)):
         if math.isnan(x):
             pass
@@ -45,6 +63,12 @@ def _plain_ewma(xs: np.ndarray, alpha: float) -> np.ndarray:
     return out
 
 
+def _previous_reading_mix(xs: np.ndarray, alpha: float) -> np.ndarray:
+    """alpha x_t + (1 - alpha) x_{t-1}: each reading mixed with the previous reading (no gaps)."""
+    xs = xs.astype(np.float64)
+    return alpha * xs + (1 - alpha) * np.concatenate([xs[:1], xs[:-1]])
+
+
 def _same(actual: np.ndarray, expected: np.ndarray) -> bool:
     """Equal within float32 rounding, NaN where and only where NaN is expected."""
     return bool(np.array_equal(np.isnan(actual), np.isnan(expected))) and close(
@@ -63,6 +87,17 @@ def _ewma_hint(actual: np.ndarray, xs: np.ndarray, alpha: float, expected: np.nd
         )
     if _same(actual, _ewma_reference(xs, alpha, swap=True)):
         return "alpha weighs the new observation: s_t = alpha * x_t + (1 - alpha) * s_{t-1}."
+    if not gap.any() and _same(actual, _ewma_reference(xs, alpha, start=0.0)):
+        return (
+            "your average starts from 0: s_0 = alpha * x_0, and every later value is pulled "
+            "towards 0. The carry is started at 0, but s_0 must be x_0, the first reading: start "
+            "the carry as NaN (meaning 'nothing seen yet') and let the first reading replace it."
+        )
+    if not gap.any() and _same(actual, _previous_reading_mix(xs, alpha)):
+        return (
+            "your value at step t mixes x_t with the previous reading x_{t-1}; the recurrence "
+            "mixes it with the previous average s_{t-1}. Carry the average, not the reading."
+        )
     held = gap & started
     if np.isnan(actual[held]).any() and _same(actual[~held], expected[~held]):
         return (
@@ -132,6 +167,15 @@ def _ewma_cases() -> list[tuple[np.ndarray, float]]:
 
 _EWMA_CASES = _ewma_cases()
 
+_GAPS_REMOVED = (
+    jax.errors.NonConcreteBooleanIndexError,
+    "",
+    "a boolean mask such as xs[~jnp.isnan(xs)] removes the gaps, but the length of its result "
+    "depends on the values, which jit cannot compile, and the exercise wants one value per entry "
+    "of xs anyway, NaN before the first reading. Keep every entry, and at a gap hold the average "
+    "with jnp.where.",
+)
+
 
 @exercise_checker("a moving average over gaps with scan")
 def check_ewma(ewma) -> None:
@@ -141,7 +185,9 @@ def check_ewma(ewma) -> None:
     jaxpr and for a program whose size does not grow with the series."""
     short, long = (jnp.asarray(_EWMA_CASES[2][0][:n]) for n in (8, 40))
     programs = [
-        primitive_names(traced_program(ewma, xs, jnp.float32(0.5), what="ewma"))
+        primitive_names(
+            traced_program(ewma, xs, jnp.float32(0.5), what="ewma", hints=(_GAPS_REMOVED,))
+        )
         for xs in (short, long)
     ]
     names, sizes = programs[1], [len(program) for program in programs]
@@ -158,7 +204,7 @@ def check_ewma(ewma) -> None:
     for xs, alpha in _EWMA_CASES:
         expected = _ewma_reference(xs, alpha)
         for how, actual in call_eager_and_jitted(
-            ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma"
+            ewma, jnp.asarray(xs), jnp.float32(alpha), what="ewma", hints=(_GAPS_REMOVED,)
         ):
             require(
                 not (isinstance(actual, (tuple, list)) and len(actual) == 2),
