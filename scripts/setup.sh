@@ -2,9 +2,63 @@
 # Set up the course in .venv/: a virtual environment on Python 3.13 (Colab's) or 3.12, with the
 # pinned requirements.txt and the course package (pip install -e .). Safe to run again: it then
 # only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the interpreter.
-# `bash scripts/setup.sh --which-python` only prints the interpreter it would use.
+#
+#   bash scripts/setup.sh            # the install chosen last time; the first time, the full one
+#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (about 1 GB smaller)
+#   bash scripts/setup.sh --full     # everything: Part II's comparison with pyPLNmodels, the tests
+#   bash scripts/setup.sh --cuda     # full, with PyPI's CUDA build of torch instead of the CPU one
+#   bash scripts/setup.sh --which-python   # only prints the interpreter it would use
+#
+# JAXCOURSE_INSTALL=part1|full does what --part1/--full do (scripts/course.sh and check-setup.sh
+# run this script without options, so `JAXCOURSE_INSTALL=part1 bash scripts/check-setup.sh` keeps
+# to Part I); the choice is kept in .venv/jaxcourse-install for the next runs. JAXCOURSE_TORCH=cuda
+# is --cuda. What each install downloads, and where torch comes from (PyTorch's CPU wheel index
+# when it is reachable, else PyPI): tools/install.py.
+#
+# Linux, macOS on Apple Silicon and Windows through WSL work; Intel Macs (no jaxlib wheels for
+# the pinned JAX) and Windows outside WSL are sent to Colab.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+mode="${JAXCOURSE_INSTALL:-}"
+torch_build="${JAXCOURSE_TORCH:-cpu}"
+which_only=0
+for option in "$@"; do
+    case "$option" in
+        --part1) mode=part1 ;;
+        --full) mode=full ;;
+        --cuda) mode=full torch_build=cuda ;;
+        --which-python) which_only=1 ;;
+        *)
+            echo "Unknown option '$option': use --part1, --full, --cuda or --which-python." >&2
+            exit 2
+            ;;
+    esac
+done
+case "$mode" in
+    "" | part1 | full) ;;
+    *)
+        echo "JAXCOURSE_INSTALL must be part1 or full, not '$mode'." >&2
+        exit 2
+        ;;
+esac
+
+# Where the pinned jax and jaxlib have no wheels, nothing below can work: say so once.
+colab="https://colab.research.google.com (the README's Colab links; nothing to install)"
+case "$(uname -s)/$(uname -m)" in
+    Darwin/x86_64)
+        if [ "$(sysctl -n sysctl.proc_translated 2>/dev/null)" = 1 ]; then
+            echo "This shell runs under Rosetta on an Apple Silicon Mac: open a native (arm64) terminal and run this script again." >&2
+            exit 3
+        fi
+        echo "This is an Intel Mac: jaxlib $(grep -Eo '^jaxlib==[^ ]+' requirements.txt | cut -d= -f3) has no wheels for it, so the course cannot run here. Use Colab: $colab." >&2
+        exit 3
+        ;;
+    MINGW* | MSYS* | CYGWIN* | Windows*)
+        echo "This is Windows outside WSL: the course's scripts and jaxlib's wheels need Linux. Use Colab ($colab) or WSL (https://learn.microsoft.com/windows/wsl/install), then run this script inside WSL." >&2
+        exit 3
+        ;;
+esac
 
 supported() {  # Python 3.12 or newer that really runs (pyenv shims of absent versions do not)
     "$1" -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' >/dev/null 2>&1
@@ -35,10 +89,16 @@ if ! python=$(find_python); then
     echo "Install one (e.g. 'pyenv install 3.13'), or set JAXCOURSE_PYTHON=/path/to/python3.13." >&2
     exit 1
 fi
-if [ "${1:-}" = "--which-python" ]; then
+if [ "$which_only" = 1 ]; then
     echo "$python"
     exit 0
 fi
+
+if [ -z "$mode" ]; then  # no choice made now: the one made last time, else the full install
+    mode=$(cat .venv/jaxcourse-install 2>/dev/null || echo full)
+    [ "$mode" = part1 ] || mode=full
+fi
+"$python" -m tools.install announce "$mode"
 
 if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
     echo "Creating .venv with $python ($("$python" --version))"
@@ -46,6 +106,22 @@ if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
     "$python" -m venv .venv
 fi
 
-.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
-.venv/bin/python -c 'import platform, jax; print(f"Python {platform.python_version()}, jax {jax.__version__} in .venv")'
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+if [ "$mode" = full ]; then
+    cuda=""
+    [ "$torch_build" = cuda ] && cuda=--cuda
+    # The pinned torch from PyTorch's CPU wheel index, or nothing (pip then takes PyPI's with the
+    # rest, and tools/install.py has said why and how large it is).
+    torch_line=$("$python" -m tools.install torch-args $cuda --python .venv/bin/python)
+    if [ -n "$torch_line" ]; then
+        read -r -a torch_args <<<"$torch_line"
+        "${pip[@]}" "${torch_args[@]}"
+    fi
+    "${pip[@]}" -r requirements.txt
+else
+    "$python" -m tools.install requirements part1 >.venv/requirements-part1.txt
+    "${pip[@]}" -r .venv/requirements-part1.txt
+fi
+"${pip[@]}" --no-deps -e .
+echo "$mode" >.venv/jaxcourse-install
+.venv/bin/python -m tools.install check "$mode"

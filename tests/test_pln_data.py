@@ -1,12 +1,69 @@
 """Data loading, simulation, and the errors bad input gets."""
 
+import gzip
+import subprocess
+import sys
+from importlib import resources
+
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 
-from jaxcourse.pln import LEVELS, PLNData, as_float64, load_oaks, make_data, simulate
+from jaxcourse.pln import (
+    LEVELS,
+    PLNData,
+    as_float64,
+    load_oaks,
+    load_oaks_table,
+    make_data,
+    simulate,
+)
+from jaxcourse.pln._data import OAKS_COVARIATES, OAKS_FILES
 from jaxcourse.pln.constants import OAKS_N_COVARIATES, OAKS_N_SAMPLES, OAKS_SHAPE
+
+
+def test_the_shipped_oaks_files_are_pyplnmodels_csv_files_byte_for_byte():
+    """Each shipped file decompresses to pyPLNmodels' file of the same name (CI installs it)."""
+    pyplnmodels_files = resources.files("pyPLNmodels") / "load_data" / "data" / "oaks"
+    for name in ("counts", "offsets", "covariates"):
+        shipped = gzip.decompress((OAKS_FILES / f"{name}.csv.gz").read_bytes())
+        assert shipped == (pyplnmodels_files / f"{name}.csv").read_bytes(), name
+
+
+def test_the_shipped_oaks_table_equals_pyplnmodels_load_oaks():
+    from pyPLNmodels import load_oaks as pyplnmodels_load_oaks
+
+    theirs, ours = pyplnmodels_load_oaks(), load_oaks_table()
+    assert ours.keys() == theirs.keys()
+    for name in ("endog", "offsets"):
+        pd.testing.assert_frame_equal(ours[name], theirs[name], check_exact=True)
+    for name in OAKS_COVARIATES:
+        pd.testing.assert_series_equal(ours[name], theirs[name], check_exact=True)
+
+
+def test_oaks_loads_without_pyplnmodels_or_torch():
+    """Part I's install has neither: load_oaks, with covariates, must not import them."""
+    code = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'pyPLNmodels'):\n"
+        "            raise ImportError(f'{name} is not installed (a Part I install)')\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "import jaxcourse, jaxcourse.pln, jaxcourse.bench, jaxcourse.exercises\n"
+        "data = jaxcourse.pln.load_oaks(covariates=('tree', 'dist2ground'))\n"
+        "assert data.covariates.shape == (116, 4), data.covariates.shape\n"
+        "loaded = sorted(n for n in sys.modules if n.split('.')[0] in ('torch', 'pyPLNmodels'))\n"
+        "assert not loaded, loaded\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().endswith("ok")
 
 
 def test_load_oaks_shapes_and_dtypes():

@@ -4,10 +4,18 @@
 a PATH of fake interpreters, so what the machine has installed does not matter.
 """
 
+import functools
+import http.server
 import shutil
 import subprocess
 import sys
+import threading
+import tomllib
 from pathlib import Path
+
+import pytest
+
+from tools import install
 
 ROOT = Path(__file__).parents[1]
 
@@ -93,3 +101,320 @@ def test_ci_entry_point_runs_the_readme_test_command():
     test_script = (ROOT / "scripts" / "test.sh").read_text()
     assert test_script.index("bash scripts/setup.sh") < test_script.index("pytest")
     assert "bash scripts/test.sh" in (ROOT / "README.md").read_text()
+
+
+# --- What the set-up installs: Part I alone or everything, and where torch comes from ----------
+
+ENTRY = (
+    "scripts/setup.sh",
+    "tools/__init__.py",
+    "tools/install.py",
+    "requirements.txt",
+    "pyproject.toml",
+)
+
+
+def fake_uname(directory: Path, system: str, machine: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    tool = directory / "uname"
+    tool.write_text(f'#!/bin/bash\n[ "$1" = -m ] && echo {machine} || echo {system}\n')
+    tool.chmod(0o755)
+    return directory
+
+
+@pytest.mark.parametrize(
+    ("system", "machine", "says"),
+    [
+        ("Darwin", "x86_64", "This is an Intel Mac: jaxlib 0.12.0.1 has no wheels for it"),
+        ("MINGW64_NT-10.0-22631", "x86_64", "This is Windows outside WSL"),
+        ("CYGWIN_NT-10.0", "x86_64", "This is Windows outside WSL"),
+    ],
+)
+def test_platforms_without_jaxlib_wheels_are_sent_to_colab(tmp_path, system, machine, says):
+    bin_dir = fake_uname(tmp_path / "bin", system, machine)
+    result = which_python(bin_dir)
+    assert result.returncode == 3, result
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(says), result.stderr
+    assert "Use Colab" in lines[0] and "colab.research.google.com" in lines[0]
+
+
+@pytest.mark.parametrize(
+    ("system", "machine"), [("Linux", "x86_64"), ("Linux", "aarch64"), ("Darwin", "arm64")]
+)
+def test_supported_platforms_go_on(tmp_path, system, machine):
+    bin_dir = fake_uname(tmp_path / "bin", system, machine)
+    fake_python(bin_dir, "python3.13", supported=True)
+    result = which_python(bin_dir)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(bin_dir / "python3.13")
+
+
+@pytest.mark.parametrize(("args", "env"), [(["--both"], {}), ([], {"JAXCOURSE_INSTALL": "part2"})])
+def test_an_unknown_choice_stops_with_the_valid_ones(tmp_path, args, env):
+    result = subprocess.run(
+        ["/bin/bash", str(ROOT / "scripts" / "setup.sh"), *args],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "part1" in result.stderr and "full" in result.stderr
+
+
+def dry_checkout(tmp_path: Path) -> Path:
+    """The set-up's files in a fresh folder, with a .venv whose python runs everything but pip
+    (logged to pip.log) and the final import check (logged too): the script runs in a second."""
+    root = tmp_path / "course"
+    for name in ENTRY:
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, root / name)
+    venv_bin = root / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text(
+        "#!/bin/bash\n"
+        'case "$1 $2" in\n'
+        f'    "-m pip") echo "pip $*" >>{root}/pip.log; exit 0 ;;\n'
+        f'    "-m tools.install") if [ "$3" = check ]; then echo "check $4" >>{root}/pip.log; exit 0; fi ;;\n'
+        "esac\n"
+        f'exec {sys.executable} "$@"\n'
+    )
+    (venv_bin / "python").chmod(0o755)
+    return root
+
+
+def run_setup(root: Path, *args: str, **env) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        ["/bin/bash", str(root / "scripts" / "setup.sh"), *args],
+        env={"PATH": "/usr/bin:/bin", "HOME": str(root), "JAXCOURSE_PYTHON": sys.executable, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_the_part1_install_leaves_out_torch_and_pyplnmodels_and_is_remembered(tmp_path):
+    root = dry_checkout(tmp_path)
+    result = run_setup(root, "--part1")
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Set-up, Part I only") and "downloads about" in first
+    log = (root / "pip.log").read_text()
+    assert "-r .venv/requirements-part1.txt" in log and "-r requirements.txt" not in log
+    assert "check part1" in log
+    part1 = (root / ".venv" / "requirements-part1.txt").read_text()
+    names = {install.requirement_name(line) for line in part1.splitlines()}
+    assert "jax" in names and not names & {"torch", "pyplnmodels", "setuptools"}
+    assert (root / ".venv" / "jaxcourse-install").read_text().strip() == "part1"
+    # Run again with no option, as course.sh and check-setup.sh do: still Part I.
+    again = run_setup(root)
+    assert again.stdout.startswith("Set-up, Part I only"), again.stdout
+    # --full changes the choice, and the next plain run keeps it.
+    full = run_setup(root, "--full")
+    assert full.stdout.startswith("Set-up, full"), full.stdout
+    assert "-r requirements.txt" in (root / "pip.log").read_text()
+    assert run_setup(root).stdout.startswith("Set-up, full")
+
+
+def test_the_first_set_up_is_full_and_its_first_line_says_what_it_downloads(tmp_path):
+    root = dry_checkout(tmp_path)
+    result = run_setup(root)
+    assert result.returncode == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("Set-up, full") and "downloads about" in first and "torch" in first
+    assert (root / ".venv" / "jaxcourse-install").read_text().strip() == "full"
+    assert "check full" in (root / "pip.log").read_text()
+
+
+# --- Where torch comes from: PyTorch's CPU wheel index when reachable, else PyPI ---------------
+
+TORCH = install.pinned_version("torch")
+
+
+@pytest.fixture
+def stand_in_index(tmp_path):
+    """A PEP 503 index served on loopback, like download.pytorch.org/whl/cpu: a torch/ page."""
+
+    def serve(*wheels: str) -> str:
+        page = tmp_path / "index" / "torch"
+        page.mkdir(parents=True)
+        links = "".join(f'<a href="{name}#sha256=0">{name}</a><br>' for name in wheels)
+        (page / "index.html").write_text(f"<!DOCTYPE html><html><body>{links}</body></html>")
+        handler = functools.partial(
+            http.server.SimpleHTTPRequestHandler, directory=str(tmp_path / "index")
+        )
+        handler.log_message = lambda *args: None
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        servers.append(server)
+        return f"http://127.0.0.1:{server.server_address[1]}"
+
+    servers = []
+    yield serve
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def closed_port() -> str:
+    """A loopback address nothing listens on: connecting is refused at once."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}/whl/cpu"
+
+
+def test_torch_comes_from_the_cpu_index_when_it_lists_the_pinned_version(
+    stand_in_index, monkeypatch
+):
+    index = stand_in_index(
+        f"torch-{TORCH}%2Bcpu-cp313-cp313-manylinux_2_28_x86_64.whl".replace("%2B", "+"),
+        "torch-2.0.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl",
+    )
+    monkeypatch.setenv("JAXCOURSE_TORCH_INDEX", index)
+    args, message = install.torch_args(system="Linux")
+    assert args == ["--index-url", index, f"torch=={TORCH}"]
+    assert message is None
+
+
+def test_an_index_without_the_pinned_version_falls_back_to_pypi(stand_in_index, monkeypatch):
+    monkeypatch.setenv(
+        "JAXCOURSE_TORCH_INDEX", stand_in_index("torch-2.0.0+cpu-cp311-cp311-linux_x86_64.whl")
+    )
+    args, message = install.torch_args(system="Linux")
+    assert args == []
+    assert f"lists no wheel of torch {TORCH}" in message and "PyPI" in message
+
+
+def test_an_unreachable_index_falls_back_to_pypi_with_one_line_saying_why_and_how_large(tmp_path):
+    """What this machine gets: download.pytorch.org cannot be reached from it."""
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "JAXCOURSE_TORCH_INDEX": closed_port(),
+        "JAXCOURSE_PROBE_TIMEOUT": "3",
+    }
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.install", "torch-args"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == ""  # nothing for pip: it takes torch from PyPI with the rest
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert "cannot be reached" in lines[0] and f"PyPI's torch {TORCH}" in lines[0]
+    assert install.COMPARE_DOWNLOAD_CUDA in lines[0]
+
+
+def test_the_cpu_index_answers_the_cli_with_pip_arguments(stand_in_index, tmp_path):
+    index = stand_in_index(f"torch-{TORCH}+cpu-cp313-cp313-manylinux_2_28_x86_64.whl")
+    result = subprocess.run(
+        [sys.executable, "-m", "tools.install", "torch-args"],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "JAXCOURSE_TORCH_INDEX": index},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.split() == ["--index-url", index, f"torch=={TORCH}"]
+
+
+def test_cuda_asks_for_pypis_build_without_probing(monkeypatch):
+    monkeypatch.setenv("JAXCOURSE_TORCH_INDEX", "http://192.0.2.1/never-asked")  # would time out
+    args, message = install.torch_args(cuda=True, system="Linux")
+    assert args == [] and "CUDA build as asked" in message
+
+
+def test_macos_takes_pypis_cpu_wheels_without_probing(monkeypatch):
+    monkeypatch.setenv("JAXCOURSE_TORCH_INDEX", "http://192.0.2.1/never-asked")
+    assert install.torch_args(system="Darwin") == ([], None)
+
+
+def test_an_installed_torch_of_the_pinned_version_is_kept():
+    """This .venv has it: no probe, nothing to install (the probe would cost seconds offline)."""
+    assert install.torch_args(python=sys.executable, system="Linux") == ([], None)
+
+
+# --- The optional extra --------------------------------------------------------------------------
+
+
+def test_pyplnmodels_and_torch_are_an_optional_extra_not_dependencies():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {install.requirement_name(spec) for spec in project["dependencies"]}
+    compare = install.compare_extra(ROOT)
+    assert {"pyplnmodels", "torch"} <= compare
+    assert not compare & core
+    assert {"jax", "jaxlib", "pandas"} <= core
+
+
+def test_part1_requirements_are_requirements_txt_without_the_extra():
+    full, part1 = install.requirements("full"), install.requirements("part1")
+    assert full == (ROOT / "requirements.txt").read_text()
+    names = {install.requirement_name(line) for line in part1.splitlines()} - {None}
+    every = {install.requirement_name(line) for line in full.splitlines()} - {None}
+    assert names == every - install.compare_extra(ROOT)
+    assert {"jax", "jaxlib", "jupyter"} <= names
+
+
+def test_the_set_up_check_imports_what_the_install_has_and_names_what_is_missing():
+    """With torch and pyPLNmodels made unimportable: a Part I check passes without them, a full
+    one says what to run."""
+    code = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'pyPLNmodels'):\n"
+        "            raise ImportError(name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "from tools import install\n"
+        "print(install.check('part1'))\n"
+        "try:\n"
+        "    install.check('full')\n"
+        "except SystemExit as stop:\n"
+        "    print(stop)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    passed, refused = result.stdout.strip().splitlines()[-2:]
+    assert passed.startswith("Set-up check (part1 install)") and "jax 0.12" in passed
+    assert "torch" not in passed and "oaks loads, 116 x 114" in passed
+    assert (
+        refused.startswith("The full install lacks torch") and "scripts/setup.sh --full" in refused
+    )
+
+
+def test_code_that_needs_pyplnmodels_says_how_to_install_it(monkeypatch):
+    import importlib.util
+
+    from jaxcourse import optional
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    with pytest.raises(
+        ImportError, match=r"torch is not installed.*scripts/setup.sh --full.*\.\[compare\]"
+    ):
+        optional.require_compare()
+
+
+def test_scripts_keep_lf_line_endings_on_a_windows_checkout():
+    result = subprocess.run(
+        ["git", "check-attr", "eol", "text", "scripts/setup.sh", "scripts/test.sh", ".ci/run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    for path in ("scripts/setup.sh", "scripts/test.sh", ".ci/run"):
+        assert f"{path}: eol: lf" in result.stdout, result.stdout

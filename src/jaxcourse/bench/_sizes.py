@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 
+from ..optional import require_compare
 from ..pln import PLNData, load_oaks, make_data, simulate
 from ..pln.constants import BEST_KNOWN_ELBO_OAKS, OAKS100_COPIES
 
@@ -32,6 +33,8 @@ def load_microcosm() -> PLNData:
     the counts, offsets log(total count of the sample) and the sampling site, one-hot (4
     columns, no separate intercept)."""
     import numpy as np
+
+    require_compare("the microcosm data (pyPLNmodels ships it)")
     from pyPLNmodels import load_microcosm as _pyplnmodels_load_microcosm
 
     micro = _pyplnmodels_load_microcosm(n_samples=921, dim=1209)

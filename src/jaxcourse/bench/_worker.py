@@ -13,6 +13,8 @@ import os
 import sys
 import time
 
+from ..optional import require_compare
+
 
 def _data(path: str):
     import numpy as np
@@ -68,6 +70,7 @@ def _jax_jobs(request: dict) -> dict:
 
 
 def _reference_jobs(request: dict) -> dict:
+    require_compare()
     import torch
 
     if request.get("torch_threads"):

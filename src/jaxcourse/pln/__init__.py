@@ -44,6 +44,7 @@ from ._data import Simulation as Simulation
 from ._data import as_float64 as as_float64
 from ._data import design_matrix as design_matrix
 from ._data import load_oaks as load_oaks
+from ._data import load_oaks_table as load_oaks_table
 from ._data import make_data as make_data
 from ._data import simulate as simulate
 from ._model import ElboStatistics as ElboStatistics

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+from importlib import resources
 from typing import NamedTuple
 
 import jax
@@ -158,8 +160,39 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
 
 
 OAKS_COVARIATES = ("tree", "dist2ground", "orientation")
-"""The sample descriptions pyPLNmodels ships with oaks: `tree` (the leaf's tree: intermediate,
-resistant or susceptible to mildew) and `orientation` are factors, `dist2ground` a number."""
+"""The sample descriptions shipped with oaks: `tree` (the leaf's tree: intermediate, resistant or
+susceptible to mildew) and `orientation` are factors, `dist2ground` a number."""
+
+OAKS_FILES = resources.files("jaxcourse") / "data" / "oaks"
+"""The oaks data shipped with the package: `counts.csv.gz`, `offsets.csv.gz` and
+`covariates.csv.gz`, pyPLNmodels 1.0.10's CSV files compressed (their source is cited in the
+folder's README.md: Jakuschkin et al. 2016)."""
+
+
+def _read_oaks_csv(name: str):
+    import pandas as pd
+
+    with (OAKS_FILES / f"{name}.csv.gz").open("rb") as raw, gzip.open(raw) as text:
+        return pd.read_csv(text)
+
+
+def load_oaks_table() -> dict:
+    """The oaks data as tables, without pyPLNmodels: the same dictionary as pyPLNmodels'
+    `load_oaks()`, read from the copy shipped with the package (`OAKS_FILES`).
+
+    Returns:
+        `endog` (a `(116, 114)` DataFrame of counts, one column per taxon), `offsets` (the log of
+        each sample's read total for the amplicon of each taxon, a DataFrame of the same shape),
+        and one pandas Series per sample description: `tree`, `dist2ground`, `orientation`.
+    """
+    covariates = _read_oaks_csv("covariates")
+    return {
+        "endog": _read_oaks_csv("counts"),
+        "offsets": np.log(_read_oaks_csv("offsets")),
+        "tree": covariates.tree.squeeze(),
+        "dist2ground": covariates.distTOground.squeeze(),
+        "orientation": covariates.orientation.squeeze(),
+    }
 
 
 def design_matrix(columns: dict) -> tuple[np.ndarray, tuple[str, ...]]:
@@ -194,7 +227,8 @@ def design_matrix(columns: dict) -> tuple[np.ndarray, tuple[str, ...]]:
 
 
 def load_oaks(repeat: int = 1, *, covariates: tuple[str, ...] = ()) -> PLNData:
-    """The oaks powdery-mildew data (n = 116 leaves, p = 114 taxa), via pyPLNmodels.
+    """The oaks powdery-mildew data (n = 116 leaves, p = 114 taxa), shipped with the package
+    (`load_oaks_table`: pyPLNmodels' copy, loaded without pyPLNmodels or torch).
 
     The 114 columns are 66 bacterial and 48 fungal taxa (amplicons of the bacterial 16S and the
     fungal ITS1 regions; the last is the mildew, Erysiphe alphitoides); the offsets are the log of each sample's read total for the
@@ -219,9 +253,7 @@ def load_oaks(repeat: int = 1, *, covariates: tuple[str, ...] = ()) -> PLNData:
     unknown = [name for name in covariates if name not in OAKS_COVARIATES]
     if unknown:
         raise ValueError(f"unknown oaks covariates {unknown}; choose from {OAKS_COVARIATES}.")
-    from pyPLNmodels import load_oaks as _pyplnmodels_load_oaks
-
-    oaks = _pyplnmodels_load_oaks()
+    oaks = load_oaks_table()
     counts = np.tile(np.asarray(oaks["endog"], dtype=np.float64), (repeat, 1))
     offsets = np.tile(np.asarray(oaks["offsets"], dtype=np.float64), (repeat, 1))
     design = (

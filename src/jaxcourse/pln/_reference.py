@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..optional import require_compare
 from ._data import PLNData
 from ._model import stirling_correction
 from .constants import PYPLNMODELS_MAXITER
@@ -37,6 +38,7 @@ class ReferenceFit(NamedTuple):
 
 def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceFit:
     """Fits pyPLNmodels' `Pln` (Rprop on the profiled ELBO) to `data`, silencing its progress output."""
+    require_compare()
     from pyPLNmodels import Pln
 
     with (
@@ -125,6 +127,7 @@ def pyplnmodels_defaults() -> ReferenceDefaults:
     """The defaults of `pyPLNmodels.Pln.fit` (maxiter, lr, tol) and its criterion's `BETA`."""
     import inspect
 
+    require_compare()
     from pyPLNmodels import Pln
     from pyPLNmodels.utils._criterion import BETA
 
@@ -147,6 +150,7 @@ def earliest_stop(tol: float, beta: float) -> int:
 def pyplnmodels_start(counts) -> tuple[np.ndarray, np.ndarray]:
     """The `(n, p)` M and S pyPLNmodels' `Pln` starts from, computed by its own initialiser
     (which takes only the counts: no offsets, no covariates)."""
+    require_compare()
     import torch
     from pyPLNmodels.calculations._initialization import _init_latent_pln
 
@@ -157,6 +161,7 @@ def pyplnmodels_start(counts) -> tuple[np.ndarray, np.ndarray]:
 def criterion_trace(elbo) -> np.ndarray:
     """pyPLNmodels' stopping criterion after each ELBO of `elbo`, computed by its own monitor
     (`_ElboCriterionMonitor`), as `Pln.fit` updates it once per iteration."""
+    require_compare()
     from pyPLNmodels.utils._criterion import _ElboCriterionMonitor
 
     monitor = _ElboCriterionMonitor()
@@ -193,6 +198,7 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     """
     from types import SimpleNamespace
 
+    require_compare()
     import torch
     from pyPLNmodels.calculations.sandwich import SandwichPln
 

@@ -1,0 +1,46 @@
+"""The optional `compare` extra: pyPLNmodels and torch, which only the comparison with pyPLNmodels
+needs (Part I and the PLN levels do not; the oaks data ship with the package).
+
+`require_compare()` is called first by every function that imports them, so that a Part I
+install (`bash scripts/setup.sh --part1`) gets one clear error saying how to add them, not a bare
+`ModuleNotFoundError` from deep inside.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+COMPARE_MODULES = ("pyPLNmodels", "torch")
+"""What the `compare` extra of pyproject.toml installs (with `setuptools<81` for pyPLNmodels)."""
+
+INSTALL_COMPARE = "bash scripts/setup.sh --full` (or `pip install -e '.[compare]'`"
+"""The command that installs them, as `require_compare`'s error gives it."""
+
+
+def _installed(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # a finder refused it, or sys.modules holds None
+        return False
+
+
+def compare_installed() -> bool:
+    """Whether pyPLNmodels and torch can be imported here."""
+    return all(_installed(name) for name in COMPARE_MODULES)
+
+
+def require_compare(purpose: str = "the comparison with pyPLNmodels") -> None:
+    """Returns if pyPLNmodels and torch are installed, else raises a clear `ImportError`.
+
+    Raises:
+        ImportError: one of them is missing; the message names it, `purpose`, and the command
+            that installs them.
+    """
+    missing = [name for name in COMPARE_MODULES if not _installed(name)]
+    if missing:
+        raise ImportError(
+            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed, and "
+            f"{purpose} needs {'it' if len(missing) == 1 else 'them'} (a Part I install leaves "
+            f"them out). Install the course's `compare` extra: run `{INSTALL_COMPARE} in the "
+            "course's environment), then restart the kernel."
+        )

@@ -1,0 +1,257 @@
+"""What `scripts/setup.sh` installs: Part I alone or everything, and where torch comes from.
+
+Runs on the interpreter that builds `.venv` (standard library only), from the repository root:
+
+    python -m tools.install announce part1|full     the set-up's first line: what it downloads
+    python -m tools.install requirements part1|full requirements.txt, without the `compare`
+                                                    extra's packages for part1
+    python -m tools.install torch-args [--cuda] [--python .venv/bin/python]
+                                                    pip's arguments for the pinned torch from
+                                                    PyTorch's CPU wheel index, or nothing
+    python -m tools.install check part1|full        (in .venv) imports everything the install has
+
+Part I needs neither torch nor pyPLNmodels: the `compare` extra of pyproject.toml lists what only
+the comparison with pyPLNmodels needs, and `requirements` leaves exactly those names out. For the
+full install, `torch-args` probes PyTorch's CPU wheel index (`JAXCOURSE_TORCH_INDEX`, default
+`CPU_INDEX`, with a timeout of `JAXCOURSE_PROBE_TIMEOUT` seconds): when its `torch/` page lists the
+pinned version, pip takes torch from there (a CPU build of a few hundred MB); when it cannot be
+reached, pip takes PyPI's build, a CUDA build on Linux, and one line on stderr says why and how
+large that download is. `--cuda` asks for PyPI's CUDA build outright. On macOS and Windows PyPI's
+wheels are CPU builds already, so there is nothing to probe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html.parser
+import os
+import platform
+import re
+import subprocess
+import sys
+import tomllib
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+"""PyTorch's own index of CPU-only wheels (PEP 503), with the same versions as PyPI's."""
+
+PROBE_TIMEOUT_S = 5.0
+"""How long `torch-args` waits for the CPU index before it falls back to PyPI."""
+
+# Download sizes for Python 3.13 on Linux x86_64, measured on 2026-11-25 (README.md gives the
+# installed sizes). Part I: `pip download -r <part1 requirements>` fetched 227 MB of wheels (jax,
+# jaxlib, SciPy, pandas, Matplotlib, Jupyter and the build and test tooling of requirements.txt).
+# The comparison adds pyPLNmodels with its dependencies other than torch (scikit-learn, seaborn,
+# sympy, ...: 22 MB) and torch: the 2.13.0+cpu wheel is 192 MB; PyPI's Linux wheel is 527 MB and
+# pulls the NVIDIA CUDA libraries (cuBLAS, cuDNN, NCCL, cuSPARSELt, ...) and triton, 2.2 GB more
+# (their wheel sizes on PyPI's simple index).
+PART1_DOWNLOAD = "about 230 MB"
+COMPARE_DOWNLOAD_CPU = "about 220 MB"
+COMPARE_DOWNLOAD_CUDA = "about 2.8 GB"
+FULL_INSTALLED_CUDA = "5.8 GB"
+
+MODES = ("part1", "full")
+
+
+def canonical(name: str) -> str:
+    """A distribution name as pip compares them (PEP 503): lower case, runs of -_. as one -."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(line: str) -> str | None:
+    """The distribution a requirements.txt line asks for, or None for comments, options, blanks."""
+    line = line.split("#", 1)[0].strip()
+    if not line or line.startswith("-"):
+        return None
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", line)
+    return canonical(match.group(0)) if match else None
+
+
+def compare_extra(root: Path = ROOT) -> set[str]:
+    """The distributions of pyproject.toml's `compare` extra (what only the comparison needs)."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return {requirement_name(spec) for spec in project["optional-dependencies"]["compare"]}
+
+
+def requirements(mode: str, root: Path = ROOT) -> str:
+    """requirements.txt for `mode`: all of it for `full`; for `part1`, without the lines that pin
+    a distribution of the `compare` extra."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+    lines = (root / "requirements.txt").read_text().splitlines(keepends=True)
+    if mode == "full":
+        return "".join(lines)
+    left_out = compare_extra(root)
+    return "".join(line for line in lines if requirement_name(line) not in left_out)
+
+
+def pinned_version(name: str, root: Path = ROOT) -> str:
+    """The version requirements.txt pins `name` to (`name==VERSION`)."""
+    for line in (root / "requirements.txt").read_text().splitlines():
+        if requirement_name(line) == canonical(name):
+            match = re.search(r"==\s*([^\s;#]+)", line)
+            if match:
+                return match.group(1)
+    raise LookupError(f"requirements.txt pins no version of {name}.")
+
+
+def announce(mode: str) -> str:
+    """The set-up's first line: what this install downloads, roughly."""
+    if mode == "part1":
+        return (
+            f"Set-up, Part I only (no torch, no pyPLNmodels): a first run downloads {PART1_DOWNLOAD}; "
+            "later runs only what changed. (`--full` adds the comparison with pyPLNmodels.)"
+        )
+    return (
+        f"Set-up, full (Part I, Part II and the comparison with pyPLNmodels): a first run downloads "
+        f"{PART1_DOWNLOAD} plus {COMPARE_DOWNLOAD_CPU} for pyPLNmodels and a CPU build of torch "
+        f"({COMPARE_DOWNLOAD_CUDA} where only PyPI's CUDA build can be had); later runs only what "
+        "changed. (`--part1` installs Part I alone.)"
+    )
+
+
+class _Links(html.parser.HTMLParser):
+    """The file names that a PEP 503 project page links to."""
+
+    def __init__(self):
+        super().__init__()
+        self.names: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        href = dict(attrs).get("href") if tag == "a" else None
+        if href:
+            self.names.append(href.split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1])
+
+
+def index_lists(index: str, version: str, timeout: float) -> str | None:
+    """None if `index`'s `torch/` page lists a wheel of torch `version`, else why not (one phrase)."""
+    url = index.rstrip("/") + "/torch/"
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            page = response.read().decode("utf-8", "replace")
+    except urllib.error.HTTPError as error:
+        return f"{url} answered HTTP {error.code}"
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", None) or error
+        return f"{url} cannot be reached ({reason})"
+    parser = _Links()
+    parser.feed(page)
+    wheel = re.compile(rf"torch-{re.escape(version)}(\+[^-]+)?-.*\.whl$")
+    if not any(wheel.match(name) for name in parser.names):
+        return f"{url} lists no wheel of torch {version}"
+    return None
+
+
+def installed_version(python: str | None, name: str) -> str | None:
+    """The version of `name` installed for the interpreter `python`, or None."""
+    if not python or not Path(python).exists():
+        return None
+    code = f"import importlib.metadata as m; print(m.version({name!r}))"
+    result = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def torch_args(*, cuda: bool = False, python: str | None = None, system: str | None = None):
+    """pip's arguments that install the pinned torch from the CPU index, and the line to print.
+
+    Returns:
+        `(args, message)`: `args` is empty when pip should take torch from PyPI with the rest of
+        requirements.txt (or torch is installed already); `message` is the one line that says
+        why PyPI's build is taken and how large it is, or None.
+    """
+    version = pinned_version("torch")
+    have = installed_version(python, "torch")
+    if cuda and have == f"{version}+cpu":  # pip would keep the CPU build: it satisfies the pin
+        return ["--force-reinstall", f"torch=={version}"], (
+            f"torch: replacing the CPU build by PyPI's torch {version}, a CUDA build as asked "
+            f"(--cuda): {COMPARE_DOWNLOAD_CUDA} to download, {FULL_INSTALLED_CUDA} installed in all."
+        )
+    if have is not None and have.split("+", 1)[0] == version:
+        return [], None
+    if cuda:
+        return [], (
+            f"torch: PyPI's torch {version}, a CUDA build as asked (--cuda): "
+            f"{COMPARE_DOWNLOAD_CUDA} to download with the NVIDIA libraries, {FULL_INSTALLED_CUDA} "
+            "installed in all."
+        )
+    if (system or platform.system()) != "Linux":
+        return [], None  # PyPI's macOS and Windows wheels are CPU builds
+    index = os.environ.get("JAXCOURSE_TORCH_INDEX") or CPU_INDEX
+    timeout = float(os.environ.get("JAXCOURSE_PROBE_TIMEOUT") or PROBE_TIMEOUT_S)
+    why_not = index_lists(index, version, timeout)
+    if why_not is None:
+        return ["--index-url", index, f"torch=={version}"], None
+    return [], (
+        f"torch: {why_not}, so pip takes PyPI's torch {version}, a CUDA build (it runs on a CPU "
+        f"too): {COMPARE_DOWNLOAD_CUDA} to download, {FULL_INSTALLED_CUDA} installed in all."
+    )
+
+
+def check(mode: str) -> str:
+    """Imports everything the install has (torch and pyPLNmodels too for a full install, or
+    wherever they are installed) and loads oaks; returns one line naming the versions."""
+    import importlib.metadata
+    import importlib.util
+
+    names = ["jax", "jaxlib", "optax", "numpy", "scipy", "pandas", "matplotlib", "jaxcourse"]
+    optional = ["torch", "pyPLNmodels"]
+    for name in optional:
+        try:
+            present = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a finder refused it, or sys.modules holds None
+            present = False
+        if mode == "full" or present:
+            names.append(name)
+    missing = []
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as error:
+            missing.append(f"{name} ({error})")
+    if missing:
+        raise SystemExit(
+            f"The {mode} install lacks {', '.join(missing)}: run `bash scripts/setup.sh --{mode}`."
+        )
+    from jaxcourse.pln import load_oaks
+
+    shape = load_oaks().counts.shape
+    versions = ", ".join(
+        f"{name} {importlib.metadata.version(name)}" for name in names if name != "jaxcourse"
+    )
+    return (
+        f"Set-up check ({mode} install): Python {platform.python_version()}, {versions}; "
+        f"oaks loads, {shape[0]} x {shape[1]}."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.install", description=__doc__.split("\n")[0]
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in ("announce", "requirements", "check"):
+        commands.add_parser(command).add_argument("mode", choices=MODES)
+    torch_parser = commands.add_parser("torch-args")
+    torch_parser.add_argument("--cuda", action="store_true", help="PyPI's CUDA build of torch")
+    torch_parser.add_argument("--python", help="the interpreter whose installed torch counts")
+    args = parser.parse_args(argv)
+    if args.command == "announce":
+        print(announce(args.mode))
+    elif args.command == "requirements":
+        sys.stdout.write(requirements(args.mode))
+    elif args.command == "check":
+        print(check(args.mode))
+    else:
+        pip_args, message = torch_args(cuda=args.cuda, python=args.python)
+        if message:
+            print(message, file=sys.stderr)
+        print(" ".join(pip_args))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
