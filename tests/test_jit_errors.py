@@ -143,3 +143,26 @@ def test_jit_of_the_same_function_shares_its_cache_but_a_wrapper_made_on_the_fly
     jax.jit(jax.value_and_grad(f))(jnp.ones(3))
     jax.jit(jax.value_and_grad(f))(jnp.ones(3))
     assert len(traces) == 3
+
+
+def test_entry_computation_takes_jit_options_and_donation_removes_the_copy():
+    """The .at[] section: without donation the compiled program copies its input first; with
+    donate_argnums=0 (passed through hlo.entry_computation) that copy is gone."""
+    from jaxcourse.hlo import entry_computation
+
+    def update_three(x, i, value):
+        x = x.at[i].set(value)
+        x = x.at[i + 1].add(value)
+        return x.at[0].multiply(2.0)
+
+    plain = entry_computation(update_three, jnp.zeros(8), 3, 1.0)
+    donated = entry_computation(update_three, jnp.zeros(8), 3, 1.0, donate_argnums=0)
+    assert plain.count(" copy(") == 1
+    assert donated.count(" copy(") == 0
+    assert "ROOT" in plain and "kind=kLoop" in plain
+
+
+def test_block_until_ready_waits_for_a_tuple_and_returns_it():
+    """The async section: jax.block_until_ready accepts any pytree of arrays and returns it."""
+    pair = (jnp.ones(2), jnp.zeros(3))
+    assert jax.block_until_ready(pair) is pair

@@ -24,8 +24,8 @@ _OPCODE = re.compile(r"= \S+ (?P<opcode>[a-z][a-z\-]*)\(")
 """The opcode of an instruction line, as in `%sum = f32[] reduce(...)`."""
 
 
-def _compiled_text(fn: Callable, *args) -> str:
-    return jax.jit(fn).lower(*args).compile().as_text()
+def _compiled_text(fn: Callable, *args, **jit_options) -> str:
+    return jax.jit(fn, **jit_options).lower(*args).compile().as_text()
 
 
 def _computations(text: str) -> dict[str, list[str]]:
@@ -109,11 +109,12 @@ def intermediate_arrays(fn: Callable, *args, shape: tuple[int, ...]) -> dict[str
     }
 
 
-def entry_computation(fn: Callable, *args) -> str:
-    """The top level of `jax.jit(fn)(*args)` once compiled: the instructions of XLA's entry
-    computation, one per line, without their metadata. Each `fusion` is one loop; an array
-    that one instruction passes to another is in memory (a bitcast only renames it)."""
-    text = _compiled_text(fn, *args)
+def entry_computation(fn: Callable, *args, **jit_options) -> str:
+    """The top level of `jax.jit(fn, **jit_options)(*args)` once compiled: the instructions of
+    XLA's entry computation, one per line, without their metadata. Each `fusion` is one loop; an
+    array that one instruction passes to another is in memory (a bitcast only renames it).
+    `jit_options` are `jax.jit`'s keyword arguments, such as `donate_argnums=0`."""
+    text = _compiled_text(fn, *args, **jit_options)
     lines = _computations(text)[_ENTRY.search(text)["name"]]
     return "\n".join(_ANNOTATIONS.sub("", line.strip()) for line in lines)
 
