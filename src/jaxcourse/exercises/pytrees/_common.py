@@ -66,6 +66,11 @@ def _require_round_trip(obj, fields: dict) -> None:
             )
             if isinstance(expected, str):
                 require(
+                    not (isinstance(value, (tuple, list)) and expected in value),
+                    f"after {how} the field '{field}' is {value!r}, the whole aux-data tuple, not "
+                    f"{expected!r}: unpack it in tree_unflatten, for example (name,) = aux_data.",
+                )
+                require(
                     value == expected,
                     f"after {how} the field '{field}' is {value!r}, not {expected!r}: tree_unflatten "
                     "must take it from the aux data, not hard-code one value.",

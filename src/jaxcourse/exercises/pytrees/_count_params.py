@@ -10,6 +10,16 @@ import optax
 from ...checks import call_answer, exercise_checker, require
 from ._common import _Linear
 
+HINTS = {
+    "check_count_params": (
+        "jax.tree.leaves(tree) lists every leaf, at every level of nesting, and skips None; add"
+        " up how many numbers each leaf holds.",
+        "jnp.size(leaf) counts the entries of an array and is 1 for a Python number (which has "
+        "no .size); sum's start value 0 covers a tree with no leaves at all. Count entries, not"
+        " leaves, and not bytes (nbytes).",
+    ),
+}
+
 
 def _count_params_cases() -> list[tuple[str, object, int]]:
     """(description, tree, number of scalars) triples, from flat to awkward."""
@@ -62,6 +72,12 @@ def check_count_params(count_params) -> None:
                     "shape",
                     "a Python number is a leaf too, and it has no .shape; jnp.size(leaf) works for both.",
                 ),
+                (
+                    TypeError,
+                    "reduce() of empty",
+                    f"for {description}, functools.reduce without a start value fails on an empty "
+                    "list of sizes: start the total at 0 (sum(...) does).",
+                ),
             ),
         )
         require(got is not None, "count_params returned None: return the total as a number.")
@@ -79,7 +95,35 @@ def check_count_params(count_params) -> None:
         )
         require(
             got == expected,
-            f"for {description}, expected {expected} scalars, got {got}. Use jax.tree.leaves, "
-            "which goes through every level of nesting, skips None and accepts Python scalars "
-            "(jnp.size(1.0) is 1).",
+            f"for {description}, expected {expected} scalars, got {got}" + _why(tree, got),
         )
+
+
+def _why(tree, got: int) -> str:
+    """The hint's second half: what a wrong count counted, where it can be named."""
+    leaves = jax.tree.leaves(tree)
+    sizes = [int(np.size(leaf)) for leaf in leaves]
+    array_sizes = sum(
+        size for leaf, size in zip(leaves, sizes) if isinstance(leaf, (jax.Array, np.ndarray))
+    )
+    n_none = sum(leaf is None for leaf in jax.tree.leaves(tree, is_leaf=lambda node: node is None))
+    nbytes = sum(int(np.asarray(leaf).nbytes) for leaf in leaves)
+    if got == nbytes and nbytes != sum(sizes):
+        return (
+            ": that is the number of bytes (nbytes; 4 per float32 entry), not of scalars. Count "
+            "each leaf's entries, jnp.size(leaf)."
+        )
+    if n_none and got == sum(sizes) + n_none:
+        return (
+            f": one more per None in the tree ({n_none}). None is an empty subtree, not a leaf: "
+            "jax.tree.leaves skips it, so do not make it a leaf with is_leaf."
+        )
+    if got == array_sizes and array_sizes != sum(sizes):
+        return (
+            ": you counted the array leaves only. Python scalars are leaves too, each one scalar "
+            "(jnp.size(1.0) is 1)."
+        )
+    return (
+        ". jax.tree.leaves goes through every level of nesting, skips None and accepts Python "
+        "scalars (jnp.size(1.0) is 1); sum jnp.size over all the leaves."
+    )

@@ -2,12 +2,27 @@
 
 from __future__ import annotations
 
+import re
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require
 from ._common import _leaf_at, _Linear
+
+HINTS = {
+    "check_stack_records": (
+        "Two parts: first compare each record's jax.tree.structure with record 0's and raise a "
+        "ValueError naming the first record that differs; then jax.tree.map(f, *records) hands "
+        "f one field's values from every record.",
+        "Compare whole structures (a list and a tuple, or an array and a tuple of numbers, can "
+        "have the same number of leaves or keys but different structures), and name the record "
+        "as Python indexes the list, from 0: 'record 2' for the third. Turn each field's values"
+        " into one array with a new first axis: jnp.stack does, while a list of values stays a "
+        "container and jnp.concatenate adds no axis.",
+    ),
+}
 
 
 def _records_cases() -> list[tuple[str, list]]:
@@ -101,25 +116,46 @@ def _mismatched_cases() -> list[tuple[str, list, int]]:
     ]
 
 
+def _require_names_record(message: str, description: str, index: int) -> None:
+    """The ValueError raised for a differing record must name it, 'record <index>'."""
+    if re.search(rf"\brecord {index}\b", message):
+        return
+    require(
+        "pytree structure error" not in message,
+        f"when {description}, jax.tree.map raised its own ValueError ({message[:60]!r}...), which "
+        "does not say which record: your own check let this difference through. Compare each "
+        "record's whole jax.tree.structure with record 0's (not only its keys or its number of "
+        f"leaves), and raise ValueError naming 'record {index}'.",
+    )
+    named = re.findall(r"\brecord (\d+)\b", message)
+    require(
+        not named,
+        f"when {description}, you named 'record {named[0] if named else ''}', but the record that "
+        f"differs is 'record {index}': count from 0, as Python indexes the list.",
+    )
+    require(
+        False,
+        f"when {description}, you raised ValueError({message[:80]!r}...), but the message "
+        f"should name the record that differs, 'record {index}': compare each record's "
+        "jax.tree.structure with record 0's and raise your own error.",
+    )
+
+
 def _require_structure_check(stack_records) -> None:
     """A list whose records differ in structure must raise ValueError naming the first one that differs."""
     for description, records, index in _mismatched_cases():
         try:
             result = stack_records(records)
         except ValueError as error:
-            require(
-                f"record {index}" in str(error),
-                f"when {description}, you raised ValueError({str(error)[:80]!r}...), but the message "
-                f"should name the record that differs, 'record {index}': compare each record's "
-                "jax.tree.structure with record 0's and raise your own error.",
-            )
+            _require_names_record(str(error), description, index)
             continue
         except Exception as error:  # the learner's code: any other error is the wrong kind
             require(
                 False,
-                f"when {description}, your function raised {type(error).__name__}, not a ValueError "
-                f"naming 'record {index}': compare each record's jax.tree.structure with record 0's "
-                "before stacking, and raise ValueError yourself.",
+                f"when {description}, your function raised {type(error).__name__} "
+                f"({str(error)[:80]!r}), not a ValueError naming 'record {index}': compare each "
+                "record's jax.tree.structure with record 0's before stacking, and raise ValueError "
+                "yourself.",
             )
         require(
             False,
