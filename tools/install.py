@@ -57,6 +57,16 @@ FULL_INSTALLED_CUDA = "5.8 GB"
 MODES = ("part1", "full")
 
 
+def installed_mode(root: Path = ROOT) -> str:
+    """The install `.venv` holds: "part1" or "full", as scripts/setup.sh recorded it (a `.venv`
+    set up before it recorded anything is a full one)."""
+    try:
+        mode = (root / ".venv" / "jaxcourse-install").read_text().strip()
+    except OSError:
+        return "full"
+    return mode if mode in MODES else "full"
+
+
 def canonical(name: str) -> str:
     """A distribution name as pip compares them (PEP 503): lower case, runs of -_. as one -."""
     return re.sub(r"[-_.]+", "-", name).lower()
