@@ -29,12 +29,23 @@ def _chunk_means_array(
     chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int
 ) -> np.ndarray:
     means = _call(chunk_means, key, n_chunks, chunk_size, what="chunk_means")
-    return require_array(
+    means = require_array(
         means,
         (n_chunks,),
         what=f"chunk_means(key, {n_chunks}, {chunk_size})",
         expected="one mean per chunk",
     )
+    require(
+        bool(np.all(np.isfinite(means))),
+        f"chunk_means(key, {n_chunks}, {chunk_size}) has NaN or infinite chunk means"
+        + (
+            ": with chunk_size=1, a division by chunk_size - 1 divides by 0. A mean divides by "
+            "chunk_size, as jnp.mean does."
+            if chunk_size == 1
+            else "."
+        ),
+    )
+    return means
 
 
 def _require_vmap_over_keys(
@@ -91,7 +102,6 @@ def check_chunk_means(chunk_means: Callable) -> None:
     key = jax.random.key(2024)
     n_chunks, chunk_size = CHUNK_CASES[0]
     means = _chunk_means_array(chunk_means, key, n_chunks, chunk_size)
-    require(np.all(np.isfinite(means)), "some chunk means are NaN or infinite.")
     require(
         len(np.unique(means)) > 1,
         "every chunk got the same numbers: give each chunk a key of its own, not one shared key.",
@@ -107,6 +117,11 @@ def check_chunk_means(chunk_means: Callable) -> None:
     require(
         not np.array_equal(means, other),
         "a different key gave the same result: the draws must use the key.",
+    )
+    require(
+        not abs(means.mean() / chunk_size - TRUE_MEAN) < 0.2,
+        f"your chunk means are about chunk_size = {chunk_size} times exp(1/2): you summed exp(z) "
+        "over each chunk. Return the mean of each chunk, jnp.mean, not its sum.",
     )
     standard_error = math.sqrt(math.e * (math.e - 1) / (n_chunks * chunk_size))
     require(
@@ -137,3 +152,12 @@ def check_chunk_means(chunk_means: Callable) -> None:
         close(jitted, means),
         "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.",
     )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_chunk_means": (
+        "Write the function for one chunk first: given its own key, draw chunk_size standard normals and return the mean of their exp. Then decide how chunk i gets its key, and map the one-chunk function over the chunks with jax.vmap.",
+        "Give chunk i the key jax.random.fold_in(key, i): it depends on key and i only, so asking for more chunks leaves the first ones unchanged (split(key, n_chunks)[i] and one (n_chunks, chunk_size) block depend on n_chunks once the generator's layout changes). jax.vmap(one_chunk)(jnp.arange(n_chunks)) draws for all chunks at once; use jnp.mean (the mean of exp(z), not exp of the mean, not the sum).",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

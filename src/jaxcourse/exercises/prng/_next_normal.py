@@ -56,11 +56,16 @@ def _require_standard_normal(draws: np.ndarray, how: str) -> None:
     """Fails with a hint naming the moment that is off, unless `draws` look like N(0, 1)."""
     mean, variance = draws.mean(), draws.var()
     kurtosis = stats.kurtosis(draws, fisher=False)
+    require(
+        not (draws.min() >= 0.0 and draws.max() <= 1.0),
+        f"{how}, every draw lies in [0, 1]: these are uniform draws (jax.random.uniform). Draw "
+        "from the standard normal, jax.random.normal.",
+    )
     require(abs(mean) < 0.1, f"{how}, the draws have mean {mean:.3f}, not 0: draw from N(0, 1).")
     require(
         abs(variance - 1) < 0.1,
-        f"{how}, the draws have variance {variance:.3f}, not 1: draw with jax.random.normal and do "
-        "not rescale them.",
+        f"{how}, the draws have variance {variance:.3f}, not 1: they come from another distribution "
+        "(a truncated normal, say) or were rescaled. Draw with jax.random.normal, unscaled.",
     )
     require(
         abs(kurtosis - 3) < 0.4,
@@ -95,7 +100,14 @@ def check_next_normal(next_normal: Callable) -> None:
     must come out under `jit`, and many draws must look standard normal.
     """
     require(callable(next_normal), "pass the function itself: check_next_normal(next_normal).")
-    _checked_pair(_call(next_normal, jax.random.key(0), what="next_normal"), call=1)
+    start = jax.random.key(0)
+    new_key, _ = _checked_pair(_call(next_normal, start, what="next_normal"), call=1)
+    require(
+        not np.array_equal(jax.random.key_data(new_key), jax.random.key_data(start)),
+        "next_normal returned the key it was given as new_key, so the caller's next call uses a key "
+        "that has already been used. Return a new key: one of the two that jax.random.split(key) "
+        "makes, the other being the one you draw from.",
+    )
     require_key_discipline(next_normal, jax.random.key(0), "next_normal")
     with jax.debug_key_reuse(True):
         draws = _thread_key(next_normal, seed=0)
@@ -124,3 +136,12 @@ def check_next_normal(next_normal: Callable) -> None:
         "under jax.jit next_normal gives other numbers than eagerly: draw only from the key argument.",
     )
     _require_standard_normal(_many_draws(next_normal), f"over {N_DRAWS} keys")
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_next_normal": (
+        "A key may be used once: to draw, or to split. So split the key you are given into two new keys first, then decide which one to use and which one to hand back.",
+        "key, subkey = jax.random.split(key); draw x = jax.random.normal(subkey), a scalar of shape (); return (key, x) with the key first. Never draw from the key you return, never return the key you were given, and keep no counter or other state between calls: the same key must give the same x.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

@@ -65,6 +65,36 @@ def _require_reference_stream(positions: np.ndarray, key: jax.Array, n_steps: in
             "you drew all the steps at once from the key itself: a different stream. Step t must draw "
             "jax.random.normal(keys[t]) with keys = jax.random.split(key, n_steps).",
         )
+    keys = jax.random.split(key, n_steps)
+    longer = jax.random.split(key, n_steps + 1)
+    candidates = [
+        (
+            np.asarray(jax.vmap(jax.random.normal)(keys)),
+            "you returned the steps, not the positions: entry t is the position after step t, the "
+            "running sum of the steps (scan's carry, returned as its y at each step).",
+        ),
+        (
+            np.cumsum(np.asarray(jax.vmap(jax.random.normal)(longer[1:]))),
+            "you split the key into n_steps + 1 keys (and skipped the first): the reference splits "
+            "it into exactly n_steps, keys = jax.random.split(key, n_steps).",
+        ),
+        (
+            np.cumsum(np.asarray(jax.vmap(jax.random.normal)(longer[:-1]))),
+            "you split the key into n_steps + 1 keys: the reference splits it into exactly n_steps, "
+            "keys = jax.random.split(key, n_steps).",
+        ),
+        (
+            np.cumsum(np.asarray(jax.vmap(jax.random.uniform)(keys))),
+            "your steps are uniform draws (jax.random.uniform); a Gaussian walk adds "
+            "jax.random.normal(keys[t]).",
+        ),
+    ]
+    if close(positions, expected, rtol=1e-4, atol=1e-4):
+        return
+    # checked only for a walk off the reference: with the default layout, split(key, n + 1)[:n]
+    # happens to be split(key, n)
+    for candidate, hint in candidates:
+        require(not close(positions, candidate, rtol=1e-4, atol=1e-4), hint)
     require(
         close(positions, expected, rtol=1e-4, atol=1e-4),
         f"for {n_steps} step(s) the walk does not match the reference stream: step t adds "
@@ -103,6 +133,18 @@ def check_random_walk(random_walk: Callable) -> None:
     require_key_discipline(lambda k: random_walk(k, n_steps), key, "random_walk")
     for length in WALK_LENGTHS:
         _require_reference_stream(_walk_positions(random_walk, key, length), key, length)
+    with jax.threefry_partitionable(False):
+        require(
+            close(
+                _walk_positions(random_walk, key, n_steps),
+                _reference_walk(key, n_steps),
+                rtol=1e-4,
+                atol=1e-4,
+            ),
+            "with jax_threefry_partitionable off, your walk leaves the reference stream: its step "
+            "keys are not jax.random.split(key, n_steps). jax.random.fold_in(key, t) gives the same "
+            "keys only with the default layout, a detail that is no promise; split the key.",
+        )
     jitted = _call(
         jax.jit(random_walk, static_argnums=1), key, n_steps, what="random_walk under jax.jit"
     )
@@ -126,3 +168,12 @@ def check_random_walk(random_walk: Callable) -> None:
         ),
         "under jax.vmap over 4 keys the walks differ from one call per key: draw only from the key argument.",
     )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_random_walk": (
+        "Make all the step keys up front with one split, and let jax.lax.scan walk over them: the carry is the current position, and each step receives its own key as scan's x.",
+        "keys = jax.random.split(key, n_steps) (exactly n_steps keys); the step function is step(position, step_key) -> (position + jax.random.normal(step_key), the same new position); start the carry at 0.0 and return only scan's second output, the (n_steps,) positions after each step, without the start. No key in the carry, no fold_in, no cumsum instead of scan.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

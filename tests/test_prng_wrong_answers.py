@@ -1,0 +1,201 @@
+"""Wrong answers to the PRNG chapter's exercises, written from the exercise texts alone as a hurried
+learner would (issue 27, point 4): each fails, and its hint names what the answer actually did."""
+
+import itertools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
+
+
+def _fails_with(verdict, *fragments: str) -> None:
+    assert not verdict, "a wrong answer passed"
+    for fragment in fragments:
+        assert fragment in verdict.message, (fragment, verdict.message)
+
+
+# Exercise 1: next_normal(key) -> (new_key, x) ----------------------------------------------
+
+
+def _draw_from_the_key_passed_on(key):
+    new_key, _ = jax.random.split(key)
+    return new_key, jax.random.normal(new_key)
+
+
+def _split_and_draw_from_the_same_key(key):
+    return jax.random.split(key)[0], jax.random.normal(key)
+
+
+def _uniform(key):
+    key, subkey = jax.random.split(key)
+    return key, jax.random.uniform(subkey)
+
+
+def _truncated(key):
+    key, subkey = jax.random.split(key)
+    return key, jax.random.truncated_normal(subkey, -1.5, 1.5)
+
+
+def _python_float(key):
+    key, subkey = jax.random.split(key)
+    return key, float(jax.random.normal(subkey))
+
+
+_calls = itertools.count()
+
+
+def _counter_in_a_global(key):
+    """State kept from one call to the next: a global counter folded into the drawing key."""
+    key, subkey = jax.random.split(key)
+    return key, jax.random.normal(jax.random.fold_in(subkey, next(_calls)))
+
+
+def _shape_one(key):
+    key, subkey = jax.random.split(key)
+    return key, jax.random.normal(subkey, (1,))
+
+
+WRONG_NEXT_NORMAL = {
+    "draws from the key it passes on": (_draw_from_the_key_passed_on, ("used twice",)),
+    "splits the key and draws from it too": (_split_and_draw_from_the_same_key, ("2 times",)),
+    "uniform draws": (_uniform, ("jax.random.uniform",)),
+    "truncated normal": (_truncated, ("variance",)),
+    "x as a Python float": (_python_float, ("float(",)),
+    "a call counter kept between calls": (_counter_in_a_global, ("different draws",)),
+    "x of shape (1,)": (_shape_one, ("shape ()",)),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_NEXT_NORMAL), ids=list(WRONG_NEXT_NORMAL))
+def test_next_normal_wrong_answer(case):
+    answer, fragments = WRONG_NEXT_NORMAL[case]
+    _fails_with(check_next_normal(answer), *fragments)
+
+
+# Exercise 2: chunk_means(key, n_chunks, chunk_size) ----------------------------------------
+
+
+def _chunks(key, n_chunks, chunk_size, one_chunk):
+    return jax.vmap(lambda i: one_chunk(jax.random.fold_in(key, i)))(jnp.arange(n_chunks))
+
+
+def _mean_of_z(key, n_chunks, chunk_size):
+    return _chunks(
+        key, n_chunks, chunk_size, lambda k: jnp.mean(jax.random.normal(k, (chunk_size,)))
+    )
+
+
+def _exp_of_mean(key, n_chunks, chunk_size):
+    return _chunks(
+        key, n_chunks, chunk_size, lambda k: jnp.exp(jnp.mean(jax.random.normal(k, (chunk_size,))))
+    )
+
+
+def _divided_by_size_minus_one(key, n_chunks, chunk_size):
+    return _chunks(
+        key,
+        n_chunks,
+        chunk_size,
+        lambda k: jnp.sum(jnp.exp(jax.random.normal(k, (chunk_size,)))) / (chunk_size - 1),
+    )
+
+
+def _chunk_sums(key, n_chunks, chunk_size):
+    return _chunks(
+        key, n_chunks, chunk_size, lambda k: jnp.sum(jnp.exp(jax.random.normal(k, (chunk_size,))))
+    )
+
+
+def _one_estimate(key, n_chunks, chunk_size):
+    return jnp.mean(_mean_of_exp(key, n_chunks, chunk_size))
+
+
+def _mean_of_exp(key, n_chunks, chunk_size):
+    return _chunks(
+        key, n_chunks, chunk_size, lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
+    )
+
+
+def _numpy_draws(key, n_chunks, chunk_size):
+    return jnp.asarray(np.exp(np.random.normal(size=(n_chunks, chunk_size))).mean(axis=1))
+
+
+def _one_key_for_every_chunk(key, n_chunks, chunk_size):
+    return jax.vmap(lambda _: jnp.mean(jnp.exp(jax.random.normal(key, (chunk_size,)))))(
+        jnp.arange(n_chunks)
+    )
+
+
+WRONG_CHUNK_MEANS = {
+    "mean of z, not of exp(z)": (_mean_of_z, ("exp(z)",)),
+    "exp of the mean": (_exp_of_mean, ("exp(z)",)),
+    "divided by chunk_size - 1": (_divided_by_size_minus_one, ("chunk_size - 1",)),
+    "chunk sums, not means": (_chunk_sums, ("you summed exp(z)",)),
+    "the overall estimate only": (_one_estimate, ("one mean per chunk",)),
+    "NumPy's global generator": (_numpy_draws, ("np.random",)),
+    "one key shared by every chunk": (_one_key_for_every_chunk, ("key of its own",)),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_CHUNK_MEANS), ids=list(WRONG_CHUNK_MEANS))
+def test_chunk_means_wrong_answer(case):
+    answer, fragments = WRONG_CHUNK_MEANS[case]
+    _fails_with(check_chunk_means(answer), *fragments)
+
+
+# Exercise 3: random_walk(key, n_steps) with lax.scan ---------------------------------------
+
+
+def _scan_walk(step_keys, draw=jax.random.normal):
+    def step(position, step_key):
+        position = position + draw(step_key)
+        return position, position
+
+    return jax.lax.scan(step, 0.0, step_keys)[1]
+
+
+def _cumsum_without_scan(key, n_steps):
+    return jnp.cumsum(jax.vmap(jax.random.normal)(jax.random.split(key, n_steps)))
+
+
+def _one_key_too_many(key, n_steps):
+    return _scan_walk(jax.random.split(key, n_steps + 1)[1:])
+
+
+def _folded_step_keys(key, n_steps):
+    return _scan_walk(jax.vmap(lambda t: jax.random.fold_in(key, t))(jnp.arange(n_steps)))
+
+
+def _uniform_steps(key, n_steps):
+    return _scan_walk(jax.random.split(key, n_steps), draw=jax.random.uniform)
+
+
+def _start_included(key, n_steps):
+    return jnp.concatenate([jnp.zeros(1), _scan_walk(jax.random.split(key, n_steps))])
+
+
+def _steps_not_positions(key, n_steps):
+    def step(position, step_key):
+        move = jax.random.normal(step_key)
+        return position + move, move
+
+    return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))[1]
+
+
+WRONG_RANDOM_WALK = {
+    "cumsum without scan": (_cumsum_without_scan, ("scan",)),
+    "split into n_steps + 1 keys": (_one_key_too_many, ("n_steps + 1",)),
+    "step keys by fold_in": (_folded_step_keys, ("partitionable off",)),
+    "uniform steps": (_uniform_steps, ("uniform",)),
+    "the start 0 returned too": (_start_included, ("shape (40,)",)),
+    "the steps returned, not the positions": (_steps_not_positions, ("not the positions",)),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_RANDOM_WALK), ids=list(WRONG_RANDOM_WALK))
+def test_random_walk_wrong_answer(case):
+    answer, fragments = WRONG_RANDOM_WALK[case]
+    _fails_with(check_random_walk(answer), *fragments)
