@@ -418,3 +418,21 @@ def test_scripts_keep_lf_line_endings_on_a_windows_checkout():
     )
     for path in ("scripts/setup.sh", "scripts/test.sh", ".ci/run"):
         assert f"{path}: eol: lf" in result.stdout, result.stdout
+
+
+def test_the_oaks_data_are_package_data_so_a_non_editable_install_has_them():
+    """Colab installs the package from git, not editable: the data must be in the wheel."""
+    package_data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"
+    ]["jaxcourse"]
+    package = ROOT / "src" / "jaxcourse"
+    shipped = sorted((package / "data" / "oaks").iterdir())
+    assert [path.name for path in shipped] == [
+        "README.md",
+        "counts.csv.gz",
+        "covariates.csv.gz",
+        "offsets.csv.gz",
+    ]
+    for path in shipped:
+        relative = path.relative_to(package)
+        assert any(relative.match(pattern) for pattern in package_data), relative
