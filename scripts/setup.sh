@@ -4,7 +4,7 @@
 # only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the interpreter.
 #
 #   bash scripts/setup.sh            # the install chosen last time; the first time, the full one
-#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (about 1 GB smaller)
+#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (.venv: 1.0 GB)
 #   bash scripts/setup.sh --full     # everything: Part II's comparison with pyPLNmodels, the tests
 #   bash scripts/setup.sh --cuda     # full, with PyPI's CUDA build of torch instead of the CPU one
 #   bash scripts/setup.sh --which-python   # only prints the interpreter it would use
@@ -12,7 +12,7 @@
 # JAXCOURSE_INSTALL=part1|full does what --part1/--full do (scripts/course.sh and check-setup.sh
 # run this script without options, so `JAXCOURSE_INSTALL=part1 bash scripts/check-setup.sh` keeps
 # to Part I); the choice is kept in .venv/jaxcourse-install for the next runs. JAXCOURSE_TORCH=cuda
-# is --cuda. What each install downloads, and where torch comes from (PyTorch's CPU wheel index
+# asks a full install for the CUDA build, as --cuda does. What each install downloads, and where torch comes from (PyTorch's CPU wheel index
 # when it is reachable, else PyPI): tools/install.py.
 #
 # Linux, macOS on Apple Silicon and Windows through WSL work; Intel Macs (no jaxlib wheels for
