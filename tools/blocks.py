@@ -8,6 +8,8 @@ Usage, from the repository root:
                                       # solution, and write workshop/timings.json
     python -m tools.blocks --warm     # run every block notebook once, so that JAX's persistent
                                       # compilation cache holds their programs the next day
+    python -m tools.blocks --cache-env  # the variables that turn that cache on (for Jupyter)
+    python -m tools.blocks --copy     # copy the exercise notebooks to my-work/blocks/
 
 `workshop/plan.yml` is the one source: each block names its chapter, the sections or labelled cells
 it demonstrates and its exercise sections. A block notebook is built from those excerpts of the
@@ -28,6 +30,7 @@ import ast
 import builtins
 import json
 import os
+import re
 import symtable
 import sys
 import time
@@ -618,21 +621,33 @@ def execute(path: Path, env: dict[str, str] | None = None) -> tuple[float, nbfor
 
 
 def measure(root: Path = ROOT) -> dict:
-    """Runs every block notebook (solutions and exercises) and times it and each solution."""
+    """Runs every block notebook and times it: the solution notebook (and each reference
+    solution's cells, checker included) and the exercise notebook without the persistent
+    compilation cache, as CI runs them; then the solution notebook twice more with a new, empty
+    cache folder: once filling it, once reading it (what `--warm` buys on the day)."""
+    import tempfile
+
+    from jaxcourse import compilation_cache
     from jaxcourse.environment import environment_line
 
     result = {"machine": environment_line(), "blocks": {}}
     for block in notebook_blocks(root):
+        solution = root / "notebooks" / block.notebook(False)
         entry = {}
-        wall, executed = execute(root / "notebooks" / block.notebook(False))
+        wall, executed = execute(solution)
         entry["solution_notebook_s"] = round(wall, 2)
         cells = {cell.source: _seconds(cell) for cell in executed.cells if cell.cell_type == "code"}
         entry["solutions_s"] = {
             exercise: round(sum(cells.get(code) or 0.0 for code in codes), 2)
             for exercise, codes in solution_sources(block, root).items()
         }
-        wall, _ = execute(root / "notebooks" / block.notebook(True))
-        entry["student_notebook_s"] = round(wall, 2)
+        entry["student_notebook_s"] = round(
+            execute(root / "notebooks" / block.notebook(True))[0], 2
+        )
+        with tempfile.TemporaryDirectory() as folder:
+            env = compilation_cache.environment(folder)
+            entry["cold_cache_solution_notebook_s"] = round(execute(solution, env)[0], 2)
+            entry["warm_cache_solution_notebook_s"] = round(execute(solution, env)[0], 2)
         result["blocks"][block.id] = entry
         print(block.id, entry, flush=True)
     return result
@@ -670,6 +685,379 @@ def cache_env() -> str:
     return "\n".join(f"export {name}={value}" for name, value in variables.items())
 
 
+# --- the pages: lists and tables from the plan and the chapters ------------------------------
+
+
+def _clock(minutes: int) -> str:
+    return f"{minutes // 60}:{minutes % 60:02d}"
+
+
+def _chapter_link(chapter: str, root: Path = ROOT) -> str:
+    page = load_book(root).pages.get(f"chapters/{chapter}.qmd")
+    title = page.title if page else chapter
+    return f"[{title}](chapters/{chapter}.qmd)"
+
+
+def _refs(ids) -> str:
+    return ", ".join(f"@{section_id}" for section_id in ids) or "none"
+
+
+def plan_markdown(name: str, root: Path = ROOT) -> str:
+    """A plan as one Markdown table per day: clock times, each block's minutes for talk,
+    demonstration and exercises, and the exercise sections; then the longest stretch between
+    breaks and the day's length."""
+    timings = load_timings(root)["blocks"]
+    out = []
+    for number, day in enumerate(days(schedule(name, root)), start=1):
+        if name != "one_day":
+            out.append(f"**Day {number}**\n")
+        out.append(
+            "| Time | Block | Talk | Demo | Exercises | Exercise sections | Notebook |\n"
+            "|---|---|---|---|---|---|---|"
+        )
+        clock = 0
+        for slot in day:
+            when = f"{_clock(clock)}\u2013{_clock(clock + slot.minutes)}"
+            clock += slot.minutes
+            if slot.kind == "break":
+                out.append(f"| {when} | *{slot.title}* | | | | | |")
+            elif slot.kind == "session":
+                out.append(f"| {when} | {slot.title} | {slot.minutes} | | | | |")
+            elif slot.kind == "chapter":
+                chapter = load_chapter(slot.chapter, root)
+                exercises = [s.id for s in chapter.sections if s.title.startswith("Exercise ")]
+                out.append(
+                    f"| {when} | {slot.title}, from {_chapter_link(slot.chapter, root)} | "
+                    f"{slot.minutes} (talk, demonstration and exercises) | | | "
+                    f"{_refs(exercises[:2])} | the chapter's |"
+                )
+            else:
+                block = slot.block
+                minutes = block.minutes
+                more = f" + {slot.extra} (the chapter's other exercises)" if slot.extra else ""
+                ran = timings.get(block.id, {}).get("student_notebook_s")
+                notebook = "shown from the website" if block.shown else f"`{block.notebook(True)}`"
+                if ran is not None:
+                    notebook += f", runs in {ran:.0f} s"
+                out.append(
+                    f"| {when} | {block.title} ({_chapter_link(block.chapter, root)}) | "
+                    f"{minutes['talk']} | {minutes['demo']} | {minutes['exercises']}{more} | "
+                    f"{_refs(block.exercises)} | {notebook} |"
+                )
+        teaching = sum(slot.minutes for slot in day if slot.kind != "break")
+        out.append(
+            f"\nIn all {_clock(clock)} hours, {_clock(teaching)} of them teaching; the longest "
+            f"stretch without a break is {max(stretches(day))} minutes.\n"
+        )
+    return "\n".join(out)
+
+
+def exercise_count(name: str, root: Path = ROOT) -> int:
+    """How many exercises a plan's blocks assign (a chapter slot's exercises not counted)."""
+    return sum(len(s.block.exercises) for s in schedule(name, root) if s.kind == "block")
+
+
+def notebooks_markdown(root: Path = ROOT) -> str:
+    """Each block's notebooks: the exercise notebook on Colab, and both in the repository."""
+    book = load_book(root)
+    out = []
+    for block in blocks(root):
+        if block.shown:
+            url = page_url(block.page, site=book.site)
+            out.append(f"- **{block.title}**: no notebook; shown from [the website]({url}).")
+            continue
+        out.append(
+            f"- **{block.title}**: {SAVE_A_COPY}: "
+            f"[open `{block.notebook(True)}` in Colab]({colab_url(block, book.repository)}). "
+            f"On a laptop: `notebooks/{block.notebook(True)}` (exercises) and "
+            f"`notebooks/{block.notebook(False)}` (with solutions). "
+            f"Exercises: {_refs(block.exercises)}."
+        )
+    return "\n".join(out)
+
+
+def exercise_sections_markdown(root: Path = ROOT) -> str:
+    """Every chapter's exercise section, in book order, as cross-references."""
+    from tools.qmd import listed_pages
+
+    found = []
+    for page in listed_pages(root):
+        if not page.startswith("chapters/"):
+            continue
+        chapter = load_chapter(Path(page).stem, root)
+        found += [s.id for s in chapter.sections if s.level == 2 and s.title.startswith("Exercise")]
+    return _refs(found)
+
+
+RELATIVE_LINK = re.compile(r"\]\((?![a-z]+:|/|#)([^)\s]+)")
+SAME_PAGE_LINK = re.compile(r"\]\(#")
+LABEL = re.compile(r"\s*\{#(?:sec|tbl|fig|eq|lst)-[\w-]+\}")
+
+
+def section_text(chapter: str, section_id: str, root: Path = ROOT, *, heading: bool = False) -> str:
+    """A section of a chapter as another page at the root can show it: its links made relative to
+    the root and its labels removed (an id belongs to one page only)."""
+    parsed = load_chapter(chapter, root)
+    section = parsed.section(section_id)
+    lines = parsed.lines[section.start + (0 if heading else 1) : section.end]
+    text = "\n".join(lines).strip("\n")
+    text = RELATIVE_LINK.sub(lambda m: f"](chapters/{m.group(1)}", text)
+    text = SAME_PAGE_LINK.sub(f"](chapters/{chapter}.qmd#", text)
+    return LABEL.sub("", text)
+
+
+def _checker_of(chapter: Chapter, section_id: str) -> str | None:
+    """The checker an exercise section calls (its last call)."""
+    section = chapter.section(section_id)
+    calls = []
+    for chunk in chapter.chunks:
+        if section.start < chunk.start < section.end:
+            calls += re.findall(r"(?<![\w.])(?:\w+\.)?(check_\w+)\(", chunk.code)
+    return calls[-1] if calls else None
+
+
+def _what(node: ast.AST | None, fallback: str) -> str:
+    """The first paragraph of a function's docstring, or its name in words."""
+    doc = ast.get_docstring(node) if node is not None else None
+    text = (doc or fallback.removeprefix("test_").replace("_", " ")).split("\n\n")[0]
+    return " ".join(text.split()).rstrip(".")
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [
+        n.value
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip()
+    ]
+
+
+def _fragments(node: ast.AST) -> list[str]:
+    """Hint fragments a test asserts: `"..." in verdict.message`, or the last string argument
+    of an `assert...` helper."""
+    found = []
+    for n in ast.walk(node):
+        if (
+            isinstance(n, ast.Compare)
+            and isinstance(n.ops[0], ast.In)
+            and isinstance(n.left, ast.Constant)
+            and isinstance(n.left.value, str)
+        ):
+            found.append(n.left.value)
+        elif isinstance(n, ast.Call) and getattr(n.func, "id", "").startswith("assert"):
+            strings = [
+                a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
+            ]
+            found += strings[-1:]
+    return [f for f in found if f.strip() and "no answer yet" not in f]
+
+
+def _parametrized(node: ast.FunctionDef, functions: dict) -> list[tuple[str, str]]:
+    """(wrong answer, hint) pairs of a test parametrised over wrong answers and hints."""
+    pairs = []
+    for decorator in node.decorator_list:
+        if not (isinstance(decorator, ast.Call) and "parametrize" in ast.unparse(decorator.func)):
+            continue
+        if len(decorator.args) < 2 or not isinstance(decorator.args[1], (ast.List, ast.Tuple)):
+            continue
+        ids = next((k.value for k in decorator.keywords if k.arg == "ids"), None)
+        labels = [i.value for i in ids.elts] if isinstance(ids, ast.List) else []
+        for index, case in enumerate(decorator.args[1].elts):
+            items = case.elts if isinstance(case, ast.Tuple) else getattr(case, "args", [])
+            hints = [
+                i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
+            ]
+            answer = next((i for i in items if isinstance(i, (ast.Name, ast.Lambda))), None)
+            if answer is None or not hints:
+                continue
+            if isinstance(answer, ast.Name):
+                what = _what(functions.get(answer.id), answer.id)
+            else:
+                label = labels[index] if index < len(labels) else ""
+                what = f"{label.replace('-', ' ')}: `{ast.unparse(answer.body)}`".lstrip(": ")
+            pairs.append((what, hints[-1]))
+    return pairs
+
+
+def stuck_points(checker: str, root: Path = ROOT) -> list[tuple[str, str]]:
+    """(the wrong answer, the fragment its hint must contain) for each wrong-answer test of
+    `checker` in tests/test_*exercises*.py: where people get stuck, as the tests pin it.
+
+    A test parametrised over (wrong answer, hint) pairs gives one pair per case, described by the
+    wrong answer's docstring (or the case's id and code); any other test that calls the checker
+    and asserts a hint fragment gives one pair, described by its docstring (or its name)."""
+    found: list[tuple[str, str]] = []
+    for path in sorted((root / "tests").glob("test_*exercises*.py")):
+        tree = ast.parse(path.read_text())
+        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        for node in functions.values():
+            if not node.name.startswith("test_") or not re.search(
+                rf"\b{checker}\b", ast.unparse(node)
+            ):
+                continue
+            pairs = _parametrized(node, functions)
+            if not pairs and _fragments(node):
+                pairs = [(_what(node, node.name), _fragments(node)[0])]
+            found += [
+                pair for pair in pairs if "no answer yet" not in pair[1] and pair not in found
+            ]
+    return found
+
+
+def instructor_blocks_markdown(root: Path = ROOT) -> str:
+    """Per block: what to demonstrate and what to skip, the plan's note, the measured timings,
+    and where people get stuck (from the checkers' wrong-answer tests)."""
+    timings = load_timings(root)
+    tests_here = (root / "tests").is_dir()
+    out = []
+    for block in blocks(root):
+        chapter = load_chapter(block.chapter, root)
+        shown = [s for s in block.demonstrate if s.startswith("sec-")]
+        tops = {chapter.top_section(chapter.section(s)).id for s in (*shown, *block.exercises)}
+        skip = [
+            s.id
+            for s in chapter.sections
+            if s.level == 2
+            and s.id not in tops
+            and not s.id.endswith(("-objectives", "-summary", "-further-reading", "-further"))
+        ]
+        minutes = block.minutes
+        out.append(f"### {block.title}\n")
+        out.append(
+            f"From {_chapter_link(block.chapter, root)}; {block.total} minutes: "
+            f"{minutes['talk']} talk, {minutes['demo']} demonstration, "
+            f"{minutes['exercises']} exercises. {block.note}\n"
+        )
+        out.append(f"- **Demonstrate**: {_refs(block.demonstrate)}.")
+        out.append(f"- **Skip** (reading for later): {_refs(skip)}.")
+        measured = timings["blocks"].get(block.id)
+        if block.shown:
+            out.append("- **Timings**: none; nothing runs live.")
+        elif measured:
+            solutions = ", ".join(
+                f"@{exercise} {seconds:.1f} s"
+                for exercise, seconds in measured["solutions_s"].items()
+            )
+            out.append(
+                f"- **Timings** (on {timings['machine']}): the exercise notebook runs top to bottom "
+                f"in {measured['student_notebook_s']:.0f} s, the solution notebook in "
+                f"{measured['solution_notebook_s']:.0f} s (warmed: "
+                f"{measured.get('warm_cache_solution_notebook_s', float('nan')):.0f} s); reference "
+                f"solutions, checker included: {solutions}."
+            )
+        for exercise in block.exercises:
+            checker = _checker_of(chapter, exercise)
+            out.append(f"- **Where people get stuck in @{exercise}** (`{checker}`):")
+            points = stuck_points(checker, root) if tests_here and checker else []
+            if not points:
+                out.append("    - (the course's tests, which list them, are not in this copy)")
+            for what, hint in points:
+                out.append(f"    - {what}: the hint says \u201c{hint}\u201d.")
+        out.append("")
+    return "\n".join(out)
+
+
+def cache_markdown(root: Path = ROOT) -> str:
+    """The measured effect of a warmed compilation cache: each solution notebook's time from
+    top to bottom with an empty cache, and again once the first run has filled it."""
+    timings = load_timings(root)
+    rows = [
+        f"| {block.title} | {entry['cold_cache_solution_notebook_s']:.1f} s | "
+        f"{entry['warm_cache_solution_notebook_s']:.1f} s |"
+        for block in notebook_blocks(root)
+        if "warm_cache_solution_notebook_s" in (entry := timings["blocks"].get(block.id, {}))
+    ]
+    if not rows:
+        return "(No timings yet: run `python -m tools.blocks --time`.)"
+    return "\n".join(
+        [
+            f"Measured on {timings['machine']}:\n",
+            "| Block notebook (with solutions) | Empty cache | Warmed cache |",
+            "|---|---|---|",
+            *rows,
+        ]
+    )
+
+
+def _lead_and_list(text: str) -> str:
+    """A section's first paragraph and the list after it ("After this chapter you can: - ...")."""
+    kept, in_list = [], False
+    for line in text.split("\n"):
+        item = line.lstrip().startswith(("- ", "* ", "1. "))
+        in_list = in_list or item
+        if in_list and not line.strip():
+            break
+        if in_list and not (item or line.startswith(" ")):
+            break
+        kept.append(line)
+    return "\n".join(kept).strip("\n")
+
+
+def summaries_markdown(root: Path = ROOT) -> str:
+    """One printable page per block: its chapter's learning objectives and summary."""
+    out = []
+    for block in blocks(root):
+        chapter = load_chapter(block.chapter, root)
+        ids = {s.id for s in chapter.sections}
+        objectives = next((i for i in ids if i.endswith("-objectives")), None)
+        summary = next((i for i in ids if i.endswith("-summary")), None)
+        out.append('<div style="page-break-before: always;"></div>\n')
+        out.append(f"### {block.title} {{.unnumbered}}\n")
+        out.append(f"*From {_chapter_link(block.chapter, root)}.*\n")
+        if objectives:
+            text = _lead_and_list(section_text(block.chapter, objectives, root))
+            out.append("**Learning objectives.** " + text)
+        if summary:
+            out.append("\n**Summary.**\n\n" + section_text(block.chapter, summary, root))
+        out.append("")
+    return "\n".join(out)
+
+
+ASIS_CHUNK = re.compile(
+    r"^```\{python\}\n((?:#\|[^\n]*\n)*)(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL
+)
+
+
+def render_asis(text: str) -> str:
+    """A page's text with each Python chunk marked `output: asis` replaced by what it prints, as
+    Quarto does when it renders the page: the local site (`tools.site`) shows pages that are not
+    notebooks without running them, so their generated lists are made here. The chunks must
+    only print Markdown (they call the functions of this module); they run in one namespace,
+    in order, as in the page's kernel."""
+    import contextlib
+    import io
+
+    namespace = {"__name__": "__asis__"}
+
+    def run(match: re.Match) -> str:
+        options = cell_options(match.group(1).split("\n"))
+        if option_value(options, "output").lower() != "asis":
+            return match.group(0)
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            exec(compile(match.group(2), "<asis cell>", "exec"), namespace)
+        return printed.getvalue().rstrip("\n")
+
+    return ASIS_CHUNK.sub(run, text)
+
+
+def copy_for_learner(root: Path = ROOT) -> tuple[list[Path], list[Path]]:
+    """Copies the block exercise notebooks into `my-work/blocks/` where no copy exists (the
+    participant's folder, never overwritten); returns (copied, kept)."""
+    import shutil
+
+    target = root / "my-work" / BLOCKS_DIR
+    target.mkdir(parents=True, exist_ok=True)
+    copied, kept = [], []
+    for source in sorted((root / "notebooks" / BLOCKS_DIR / STUDENT_DIR).glob("*.ipynb")):
+        copy = target / source.name
+        if copy.exists():
+            kept.append(copy)
+        else:
+            shutil.copyfile(source, copy)
+            copied.append(copy)
+    return copied, kept
+
+
 # --- the command ------------------------------------------------------------------------------
 
 
@@ -680,9 +1068,17 @@ def main(argv: list[str] | None = None) -> int:
     group.add_argument("--time", action="store_true", help=f"measure, write {TIMINGS_FILE}")
     group.add_argument("--warm", action="store_true", help="fill the compilation cache")
     group.add_argument("--cache-env", action="store_true", help="print the cache's variables")
+    group.add_argument("--copy", action="store_true", help="copy the exercises to my-work/blocks/")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository root")
     args = parser.parse_args(argv)
     root = args.root
+    if args.copy:
+        copied, kept = copy_for_learner(root)
+        print(
+            f"Copied {len(copied)} block notebooks into my-work/{BLOCKS_DIR}/ (kept {len(kept)} "
+            "already there): work there, nothing overwrites them."
+        )
+        return 0
     if args.cache_env:
         print(cache_env())
         return 0

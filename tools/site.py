@@ -26,6 +26,7 @@ import nbformat
 from nbconvert import HTMLExporter
 
 from tools import colab
+from tools.blocks import render_asis
 from tools.book import Book, load_book
 from tools.crossref import Page
 from tools.notebooks import chapter_paths, chapter_to_notebook, expand_includes
@@ -239,6 +240,7 @@ def page_notebook(root: Path, page: SitePage, book: Book) -> nbformat.NotebookNo
     if page.notebook is not None:
         notebook = nbformat.read(page.notebook, as_version=4)
     else:
+        text = render_asis(text)  # the lists a page generates (workshop, instructors)
         notebook = chapter_to_notebook(
             text, f"{Path(page.path).stem}.ipynb", book=book, page=page.path
         )

@@ -12,6 +12,10 @@ import numpy as np
 from ...checks import CheckFailed, call_answer, close, exercise_checker, require, require_array
 from .._jaxpr import equations
 
+RTOL, ATOL = 2e-5, 1e-5
+"""Autodiff's v^T H v in float32 is within a few float32 roundings of the float64 value; a finite
+difference of the gradient, the numerical stand-in, is not (about 1e-4 at its best step)."""
+
 HINTS = {
     "check_curvatures": (
         "The curvature along v is v · (H v), and the section on Hessian-vector products computes "
@@ -22,6 +26,9 @@ HINTS = {
         "jax.hessian (an n x n array). Keep the whole v^T H v: no factor 1/2, no division by |v|^2.",
     ),
 }
+
+
+_STEEP = "1e4 * sum(x) + sum(x^2) / 2, a steep slope (about 1e4) and a curvature of |v|^2"
 
 
 def _functions() -> dict[str, tuple[Callable, Callable]]:
@@ -44,6 +51,10 @@ def _functions() -> dict[str, tuple[Callable, Callable]]:
         "sum(exp(2 x))": (
             lambda x: jnp.sum(jnp.exp(2.0 * x)),
             lambda x: np.diag(4.0 * np.exp(2.0 * x)),
+        ),
+        _STEEP: (
+            lambda x: 1e4 * jnp.sum(x) + 0.5 * jnp.sum(x**2),
+            lambda x: np.eye(x.shape[0]),
         ),
     }
 
@@ -72,7 +83,7 @@ def _hessian_shaped(jaxpr, n: int) -> bool:
     return False
 
 
-def _diagnose(actual, expected, f, x, directions, how: str) -> None:
+def _diagnose(actual, expected, f, x, directions, how: str, name: str) -> None:
     """Fails with the hint that names what a wrong array of curvatures is."""
     x64, d64 = np.asarray(x, np.float64), np.asarray(directions, np.float64)
     slope = d64 @ np.asarray(jax.grad(f)(x), np.float64)
@@ -109,6 +120,23 @@ def _diagnose(actual, expected, f, x, directions, how: str) -> None:
             "something that is 0 for a zero direction, or at x = 0? v^T H v needs no division.",
         )
     del x64
+    worst = float(np.max(np.abs(actual - expected)) / max(float(np.max(np.abs(expected))), 1e-30))
+    require(
+        not close(actual, expected, rtol=1e-2, atol=1e-3),
+        f"{how}, your values are close but not to float32 precision: off by {worst:.1e} of the "
+        f"largest, where autodiff is off by about 1e-7 (expected {np.round(expected, 7).tolist()}, "
+        f"got {np.round(actual, 7).tolist()}). That is the error of a numerical stand-in, such as "
+        "finite differences of the gradient; differentiate the gradient with autodiff instead (a "
+        "Hessian-vector product).",
+    )
+    require(
+        name != _STEEP,
+        f"{how}, entry i should be |v_i|^2, {np.round(expected, 4).tolist()}; got "
+        f"{np.round(actual, 4).tolist()}. Here the gradient is about 1e4 everywhere and its changes "
+        "are tiny: a difference of gradients at nearby points, a numerical stand-in such as finite "
+        "differences, loses them in float32 rounding. Differentiate the gradient with autodiff "
+        "instead (a Hessian-vector product), which is exact here.",
+    )
     require(
         False,
         f"{how}, entry i should be directions[i] @ H(x) @ directions[i], "
@@ -123,6 +151,7 @@ def check_curvatures(curvatures: Callable) -> None:
     a program whose size does not grow with k."""
     rng = np.random.default_rng(2)
     n = 5
+    under_jit = []  # checked after every eager value, so that a wrong value is named first
     for index, (name, (f, hessian)) in enumerate(_functions().items()):
         jitted = jax.jit(lambda x, d, f=f: curvatures(f, x, d))
         for x, directions, case in _cases(rng, n, first=index == 0):
@@ -151,14 +180,17 @@ def check_curvatures(curvatures: Callable) -> None:
             )
             d64 = np.asarray(directions, np.float64)
             expected = np.einsum("kn,nm,km->k", d64, hessian(np.asarray(x, np.float64)), d64)
-            if not close(actual, expected, rtol=1e-4, atol=1e-4):
-                _diagnose(actual, expected, f, x, directions, how)
-            compiled = call_answer(jitted, x, directions, what="jax.jit(curvatures)")
-            require(
-                close(compiled, expected, rtol=1e-4, atol=1e-4),
-                f"{how}, jax.jit(curvatures) disagrees with the eager call: keep the function pure "
-                "JAX (no NumPy, no Python branch on values).",
-            )
+            if not close(actual, expected, rtol=RTOL, atol=ATOL):
+                _diagnose(actual, expected, f, x, directions, how, name)
+            under_jit.append((jitted, x, directions, expected, actual, how))
+    for jitted, x, directions, expected, actual, how in under_jit:
+        compiled = call_answer(jitted, x, directions, what="jax.jit(curvatures)")
+        require(
+            close(compiled, expected, rtol=RTOL, atol=ATOL),
+            f"{how}, jax.jit(curvatures) gives {np.round(np.asarray(compiled, np.float64), 6).tolist()} "
+            f"where the eager call gave the right {np.round(actual, 6).tolist()}: keep the function "
+            "pure JAX (no NumPy conversion, no Python branch on values).",
+        )
     big = 64
     f = _functions()["sum(log cosh x) + (sum x)^2"][0]
     x = jnp.linspace(-1.0, 1.0, big)

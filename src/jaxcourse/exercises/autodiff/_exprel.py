@@ -17,6 +17,18 @@ from ...checks import (
 )
 from .._jaxpr import primitive_names, traced_program
 
+HINTS = {
+    "check_exprel": (
+        "Start with the value: jnp.expm1(x) / x, with 1 at x = 0 through a double where (a safe "
+        "divisor in the branch you do not select). Then decorate it with @jax.custom_jvp and write "
+        "its rule with @exprel.defjvp.",
+        "The rule returns (exprel(x), derivative * x_dot), the derivative times the tangent. The "
+        "derivative is (exp(x) - exprel(x)) / x away from 0; near 0 (say |x| < 1e-3) that "
+        "formula subtracts two equal float32 numbers, so use the series 1/2 + x/3 there, with "
+        "jnp.where (not Python if), so that it works under jit and vmap.",
+    ),
+}
+
 _EXPREL_POINTS = np.array([0.0, 1e-6, -1e-6, 1e-3, -2e-2, 0.5, -3.0, 10.0], dtype=np.float32)
 
 
@@ -51,14 +63,27 @@ def check_exprel(exprel: Callable) -> None:
     points = _EXPREL_POINTS
     values = _scalar_results(exprel, points, "exprel")
     require(
+        np.isnan(values[0]) or values[0] == 1.0,
+        f"exprel(0) should be 1, the limit of (e^x - 1) / x at 0; your exprel(0) is {values[0]:.6g}.",
+    )
+    require(
         not np.isnan(values[0]),
         "exprel(0) is NaN: expm1(0) / 0 is 0 / 0. Its limit is 1: select 1 at x = 0 (with a safe "
         "divisor in the other branch).",
     )
+    right = np.isclose(values, _exprel64(points), rtol=1e-5, atol=0)
+    near_zero = np.abs(points) < 1e-2
     require(
-        close(values, _exprel64(points), rtol=1e-5, atol=0),
+        not (np.all(right[~near_zero]) and not np.all(right[near_zero])),
+        f"your values are right away from 0 but wrong near it: at x = {points[near_zero].tolist()} "
+        f"expected {np.round(_exprel64(points[near_zero]), 7).tolist()}, got "
+        f"{np.round(values[near_zero], 7).tolist()}. exp(x) - 1 loses every digit of a small x in "
+        "float32; jnp.expm1(x) computes it accurately.",
+    )
+    require(
+        np.all(right),
         f"wrong values at x = {points.tolist()}: expected {np.round(_exprel64(points), 6).tolist()}, got "
-        f"{np.round(values, 6).tolist()}. Use jnp.expm1(x) / x, accurate near 0, not (jnp.exp(x) - 1) / x.",
+        f"{np.round(values, 6).tolist()}.",
     )
     _, tangent = call_answer(
         lambda x: jax.jvp(exprel, (x,), (jnp.float32(3.0),)),
@@ -83,6 +108,12 @@ def check_exprel(exprel: Callable) -> None:
         "jax.grad(exprel)(0.0) is 0, but the derivative at 0 is 1/2: with a double where, autodiff "
         "differentiates the branch you selected at 0, the constant 1. Define the derivative yourself "
         "with @jax.custom_jvp: (exp(x) - exprel(x)) / x, and 1/2 at x = 0.",
+    )
+    require(
+        close(derivatives[0], 0.5, rtol=1e-3, atol=0),
+        f"at x = 0 your derivative is {derivatives[0]:.4g}, but the limit of (exp(x) - exprel(x)) / x "
+        "at 0 is 1/2 (the series of exprel is 1 + x/2 + x^2/6 + ..., so its derivative is "
+        "1/2 + x/3 + ...): check the constant your rule uses at and near 0.",
     )
     tiny = np.abs(points) < 1e-4
     if not close(derivatives[tiny], expected[tiny], rtol=1e-3, atol=0):

@@ -17,6 +17,18 @@ from ...checks import (
 )
 from .._jaxpr import equations, traced_program
 
+HINTS = {
+    "check_jacobian_rows": (
+        "jax.vjp(f, x) runs the forward pass once and returns (f(x), backward); backward(u) pulls "
+        "one cotangent u of shape (m,) back to u @ J, of shape (n,). You need it for every row of "
+        "cotangents.",
+        "Call jax.vjp once, outside any loop, then jax.vmap a function of one cotangent over the "
+        "rows: jax.vmap(lambda u: backward(u)[0])(cotangents). backward returns a tuple (one entry "
+        "per argument of f), hence the [0]. No jax.jacrev or jax.jacfwd (they build the whole "
+        "Jacobian) and no Python loop (one backward pass per row in the program).",
+    ),
+}
+
 
 def _wave(x):
     """R^5 -> R^7 with no (7, 5) array inside: two elementwise maps and a cumulative sum."""
@@ -119,7 +131,7 @@ def check_jacobian_rows(jacobian_rows: Callable) -> None:
         require(
             (m, n) not in shapes and (n, m) not in shapes and (m, m) not in shapes,
             f"the values are right, but your program builds an ({m}, {n}) or ({m}, {m}) array: the whole "
-            "Jacobian (jax.jacrev pulls back every row of the identity). Pull back only the cotangents "
+            "Jacobian (what jax.jacrev or jax.jacfwd build: every row, or every column, of it). Pull back only the cotangents "
             "you were given: jax.vmap over the backward function of one jax.vjp.",
         )
         sizes[k] = sum(1 for _ in equations(jaxpr))

@@ -16,6 +16,18 @@ from ...checks import (
     require,
 )
 
+HINTS = {
+    "check_loss_and_grad": (
+        "Write the loss as a function of params alone that returns a pair (loss, predictions), "
+        "then give it to jax.value_and_grad with has_aux=True: one forward pass gives the loss, "
+        "the predictions and the gradient.",
+        "Inside the loss: predictions = predict(params, x), then "
+        "jnp.mean((predictions - y) ** 2) (the mean, not the sum, no 1/2, no square root). "
+        "value_and_grad(..., has_aux=True) already returns ((loss, predictions), grads): return "
+        "it as it is, and do not call predict again outside it.",
+    ),
+}
+
 
 def _linear_predict(params, x):
     return x @ params["w"] + params["b"]
@@ -52,6 +64,11 @@ def _regression_reference(params, x, y):
 def _require_aux_structure(result, params, n: int, how: str) -> None:
     """The structural check: ((loss, predictions), grads) with grads shaped like params."""
     expected = "((loss, predictions), grads), what jax.value_and_grad(..., has_aux=True) returns"
+    require(
+        not (isinstance(result, tuple) and len(result) == 3),
+        f"{how}, you returned three separate items, {describe(result)}: nest them as {expected}. "
+        "The first item should be the pair (loss, predictions).",
+    )
     require(
         isinstance(result, tuple) and len(result) == 2,
         f"{how}, your function should return {expected}; got {describe(result)}.",
@@ -104,12 +121,38 @@ def check_loss_and_grad(loss_and_grad: Callable) -> None:
             f"{how}, the predictions are wrong: return predict(params, x) as the aux output.",
         )
         if not close(loss, expected_loss, rtol=1e-4, atol=1e-6):
+            residuals = expected_predictions - y.astype(np.float64)
             require(
                 not close(loss, expected_loss * x.shape[0], rtol=1e-4, atol=1e-6),
                 f"{how}, the loss is the sum of squared residuals; the exercise asks for their mean.",
             )
+            for candidate, what_it_is in (
+                (0.5 * expected_loss, "half the mean squared error (a factor 1/2)"),
+                (np.sqrt(expected_loss), "the square root of the mean squared error (the RMSE)"),
+                (np.mean(np.abs(residuals)), "the mean of the absolute residuals"),
+            ):
+                require(
+                    not close(loss, candidate, rtol=1e-4, atol=1e-6),
+                    f"{how}, your loss is {what_it_is}; the exercise asks for the mean of the "
+                    "squared residuals, jnp.mean((predictions - y) ** 2).",
+                )
             require(False, f"{how}, the loss should be {expected_loss:.5f}, got {float(loss):.5f}.")
         if not close(grads, expected_grads, rtol=1e-4, atol=1e-5):
+            expected_nonzero = any(np.any(np.abs(g) > 1e-6) for g in expected_grads.values())
+            require(
+                not (
+                    expected_nonzero and all(not np.any(np.asarray(g) != 0) for g in grads.values())
+                ),
+                f"{how}, the gradient is zero: nothing in your loss depends on params for autodiff "
+                "(a jax.lax.stop_gradient, or predictions computed outside the differentiated "
+                "function).",
+            )
+            scaled = {k: v * x.shape[0] for k, v in expected_grads.items()}
+            require(
+                not close(grads, scaled, rtol=1e-4, atol=1e-5),
+                f"{how}, your gradient is {x.shape[0]} times too large: the gradient of the sum of "
+                "squares, not of the mean you return. Differentiate the loss you return.",
+            )
             require(
                 False,
                 f"{how}, the gradient is wrong: it should be the gradient of the loss you return.",
