@@ -5,7 +5,8 @@ against the one place that holds them.
 - the README's architecture map against `tests/test_architecture.py`'s layers;
 - each chapter's `from jaxcourse.exercises... import check_...` against the checkers it calls;
 - exercise numbers: consecutive in each chapter, and each checker's `exercise_checker("Exercise N
-  (title)")` against the heading `### Exercise N: title` of the section that calls it;
+  (title)")` and its private module's docstring ('... Exercise N: ...') against the heading
+  `### Exercise N: title` of the section that calls it;
 - the index's map of the course against `_quarto.yml`'s chapters, in the book's order.
 """
 
@@ -105,6 +106,22 @@ def checker_exercises() -> dict[str, str]:
     return found
 
 
+def docstring_exercises() -> dict[str, int]:
+    """{checker name: N} for checkers in a module whose docstring's first line says 'Exercise N'
+    (a split chapter's private modules: 'Checker of the PRNG chapter's Exercise 1: ...')."""
+    found = {}
+    for path in EXERCISES.rglob("_*.py"):
+        tree = ast.parse(path.read_text())
+        first_line = (ast.get_docstring(tree) or "").split("\n", 1)[0]
+        number = re.search(r"\bExercise (\d+)\b", first_line)
+        if number is None:
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("check_"):
+                found[node.name] = int(number.group(1))
+    return found
+
+
 def code_cells(page: str) -> list[tuple[int, str]]:
     """(first line, code) of every python cell of a page."""
     _, blocks = qmd.split_blocks((ROOT / page).read_text())
@@ -156,14 +173,19 @@ def test_exercises_are_numbered_one_to_n(page):
 
 @pytest.mark.parametrize("page", CHAPTERS)
 def test_each_checker_names_the_exercise_that_calls_it(page):
-    exercises = checker_exercises()
+    exercises, documented = checker_exercises(), docstring_exercises()
     wrong = []
     for number, _, line, called in exercise_sections(page):
         for name in sorted(called & set(exercises)):
             said = exercises[name]
             if said.startswith("Exercise") and not said.startswith(f"Exercise {number} ("):
                 wrong.append(f"{page}:{line}: Exercise {number} calls {name}, which says {said!r}")
-    assert wrong == []
+            if documented.get(name, number) != number:
+                wrong.append(
+                    f"{page}:{line}: Exercise {number} calls {name}, whose module's docstring "
+                    f"says Exercise {documented[name]}"
+                )
+    assert not wrong, "\n".join(wrong)
 
 
 # --- the index's map of the course ---------------------------------------------------------
