@@ -6,9 +6,10 @@ Modules:
     crossref        Quarto's numbering of chapters, sections, figures, tables and equations
     bibliography    `resources/references.bib` as author-year citations and reference lists
     quarto_markdown Quarto Markdown to the plain Markdown that Jupyter and Colab render
-    colab           the Open-in-Colab badge and the setup cell of every notebook
+    colab           the Open-in-Colab link and the folded setup cell of every notebook
     notebooks       generate `notebooks/` from the chapters (python -m tools.notebooks [--check])
     quarto_check    static checks of the Quarto project (python -m tools.quarto_check)
     site            the local HTML book in `_site/` when Quarto is missing (python -m tools.site)
     learner         the learner's copy in `my-work/` and the set-up check (scripts/check-setup.sh)
+    run_course      scripts/course.sh's execution of the chapters, with progress and a summary
 """
