@@ -68,6 +68,8 @@ def test_the_student_folder_is_the_notebooks_one():
     assert notebook_setup.STUDENT_DIR == notebooks.STUDENT_DIR
     for name in ("jit", "jit.ipynb", "student/jit.ipynb", "chapters/jit.qmd"):
         assert notebook_setup.exercise_notebook(name) == "student/jit.ipynb"
+    for name in ("blocks/x.ipynb", "blocks/student/x.ipynb"):
+        assert notebook_setup.exercise_notebook(name) == "blocks/student/x.ipynb"
 
 
 def test_the_course_is_installed_from_the_release_tag_of_its_version():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import nbformat
 
@@ -37,11 +37,15 @@ SETUP_TITLE = "Setup: on Colab, installs the course and a matching JAX (a minute
 """The one line a learner sees of the setup cell: Colab's form view hides the code below it."""
 
 
-def exercise_notebook(chapter: str) -> str:
-    """The exercise notebook of a chapter, below `notebooks/`: 'jit', 'jit.ipynb',
-    'student/jit.ipynb' and 'chapters/jit.qmd' all give 'student/jit.ipynb'."""
-    stem = Path(chapter).name.removesuffix(".ipynb").removesuffix(".qmd")
-    return f"{STUDENT_DIR}/{stem}.ipynb"
+def exercise_notebook(notebook: str) -> str:
+    """The exercise version of a notebook, below `notebooks/`: 'jit', 'jit.ipynb',
+    'student/jit.ipynb' and 'chapters/jit.qmd' all give 'student/jit.ipynb', and
+    'blocks/x.ipynb' gives 'blocks/student/x.ipynb'."""
+    path = PurePosixPath(notebook)
+    if path.suffix != ".ipynb":  # a chapter's name or page
+        return f"{STUDENT_DIR}/{path.stem}.ipynb"
+    folder = path.parent.parent if path.parent.name == STUDENT_DIR else path.parent
+    return (folder / STUDENT_DIR / path.name).as_posix()
 
 
 def colab_url(chapter: str, repository: str = REPOSITORY, ref: str = REF) -> str:
