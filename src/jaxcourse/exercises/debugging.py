@@ -26,6 +26,42 @@ from ..checks import (
 from ..debugging import compare_with_float64
 from ..jit_parity import log_reduction, sample
 
+HINTS = {
+    "check_nan_source": (
+        "Let JAX find the NaN: run fn(x) inside `with jax.debug_nans(True):`, which raises a "
+        "FloatingPointError at the first operation that makes one. The context manager also puts "
+        "the flag back as it was.",
+        "Catch the FloatingPointError; its message reads 'invalid value (nan) encountered in "
+        "log': return only that last word (a regular expression such as "
+        r"r'encountered in (\w+)'), and None when nothing was raised. Not jax.debug_infs, "
+        "and not jax.config.update, which leaves the flag set to a fixed value.",
+    ),
+    "check_normalise_weights": (
+        "checkify.check(condition, message) records an error inside a function that "
+        "checkify.checkify transforms, even under jit, where Python's if, assert and raise "
+        "cannot see values.",
+        "Two checks, then the division: checkify.check(jnp.all(w >= 0), ...) (a zero weight is "
+        "allowed, so >= and not >), checkify.check(jnp.sum(w) > 0, ...) (all zeros must be "
+        "reported), then return w / jnp.sum(w). Do not clip the weights: report them.",
+    ),
+    "check_shift_counts": (
+        "Try the naive counts + shift on uint8 counts [200, 255] and shift 300: a Python int is "
+        "weakly typed and takes the array's dtype. Which dtype must the sum be computed in?",
+        "Cast before adding, not after: counts.astype(jnp.int32) + shift. Casting the result "
+        "converts values that have already wrapped around; float32, int16 or uint32 are not the "
+        "int32 asked for (uint32 also wraps a negative shift).",
+    ),
+    "check_first_wrong_size": (
+        "For each n in sizes, in order: x = jit_parity.sample((n,)), then "
+        "debugging.compare_with_float64(fn, x, rtol=rtol), whose jit_agrees says whether "
+        "jax.jit(fn)(x) is within rtol of the float64 value.",
+        "Return n at the first size where jit_agrees is False (the size itself, not its position "
+        "in the list, and not the last size that agreed), None after the loop. Pass rtol on; "
+        "an eager or float32 reference, or an absolute tolerance, gives other answers.",
+    ),
+}
+
+
 # Exercise 1 ------------------------------------------------------------------------------------
 
 _JAX_RERUN_NOTE = "Calling the de-optimized version"
@@ -94,18 +130,50 @@ def _ask_nan_source(nan_source: Callable, fn, x, case: str):
     return answer
 
 
+def _require_flag_kept_on(nan_source: Callable) -> None:
+    """A learner who had switched jax_debug_nans on for a whole test run finds it still on."""
+    was_on = jax.config.jax_debug_nans
+    printed = io.StringIO()
+    try:
+        jax.config.update("jax_debug_nans", True)
+        with contextlib.redirect_stdout(printed):
+            try:
+                call_answer(
+                    nan_source, jnp.sum, jnp.asarray([1.0, 2.0], jnp.float32), what="nan_source"
+                )
+            except CheckFailed:
+                pass  # the cases below say what went wrong
+        still_on = jax.config.jax_debug_nans
+    finally:
+        jax.config.update("jax_debug_nans", was_on)
+    require(
+        still_on,
+        "jax_debug_nans was on when nan_source was called (as in a test run that switches it on "
+        "for the whole process), and your function switched jax_debug_nans off although it was "
+        "on: leave the flag as you found it. The context manager `with jax.debug_nans(True):` "
+        "restores the old value; a `finally:` that sets False does not.",
+    )
+
+
 @exercise_checker("Exercise 1 (which operation made the NaN?)")
 def check_nan_source(nan_source: Callable) -> None:
     """Checks `nan_source(fn, x)`: the name of the primitive that made the first NaN, or None."""
     require_accepts(nan_source, jnp.sum, jnp.zeros(2), what="nan_source")
+    _require_flag_kept_on(nan_source)
     for case, fn, x, expected in _NAN_CASES:
         answer = _ask_nan_source(nan_source, fn, x, case)
         if expected is None:
             require(
                 answer is None,
-                f"on {case}, nothing is NaN, so the answer is None; you returned {answer!r}. "
-                "jax_debug_nans reacts to NaN only (an inf is not an error), while checkify's "
-                "float_checks also report a division by zero: use checkify.nan_checks if you use checkify.",
+                f"on {case}, nothing is NaN, so the answer is None; you returned {answer!r}"
+                + (
+                    f": you returned {answer!r} for an infinity. Only a NaN counts here: "
+                    "jax.debug_nans reacts to NaN alone, while jax.debug_infs, and checkify's "
+                    "float_checks (a division by zero), also report infinities: use "
+                    "checkify.nan_checks if you use checkify."
+                    if "1 / x" in case
+                    else "."
+                ),
             )
             continue
         require(
@@ -211,6 +279,13 @@ def check_shift_counts(shift_counts: Callable) -> None:
             )
             dtype = result.dtype
             require(
+                dtype != counts.dtype,
+                f"on {case}, the result has dtype {dtype}, the counts' own type: the Python int "
+                "is weakly typed and took the counts' dtype, so the sums were computed in "
+                f"{counts.dtype} and wrapped around where they did not fit. Cast the counts to "
+                "int32 before adding, and return int32: counts.astype(jnp.int32) + shift.",
+            )
+            require(
                 dtype == np.int32,
                 f"on {case}, the result has dtype {dtype}; counts are integers and the sums need "
                 "more room than the input's type: return int32.",
@@ -290,6 +365,14 @@ def check_first_wrong_size(first_wrong_size: Callable) -> None:
         "value is right), but your function found nothing: compare jax.jit(fn)(x), not eager fn(x), "
         "with the float64 value.",
     )
+    if answer == 1_000:  # the size before the first wrong one, or a tolerance that is too tight?
+        wrong_everywhere = _wrong_under_jit_from(0, 1e-2)
+        require(
+            _ask_first_wrong_size(first_wrong_size, wrong_everywhere, sizes) is not None,
+            "you returned 1000, the size just before the first wrong one (4096), and None for a "
+            "function jit gets wrong from the first size on: return the first size at which "
+            "jax.jit(fn) disagrees, not the last one at which it agreed.",
+        )
     require(
         answer not in sizes[:2],
         f"you flagged {answer!r} entries, where jax.jit(fn) agrees with float64 up to float32 rounding, a "
