@@ -28,6 +28,9 @@ COPIED = [
     "_quarto.yml",
     "index.qmd",
     "workshop.qmd",
+    "instructors.qmd",
+    "prepare.qmd",
+    "workshop",
     "requirements.txt",
     "pyproject.toml",  # the release tag of the Colab links (tools/book.py's REF) reads its version
     ".gitignore",

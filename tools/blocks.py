@@ -326,11 +326,20 @@ def names(code: str) -> tuple[set[str], set[str]]:
     simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return, ast.Delete)
     for statement in tree.body:
         table = symtable.symtable(ast.unparse(statement), "<statement>", "exec")
-        binds = _defined_by(table)
+        # Comprehension variables are local to it (Python 3.12 inlines comprehensions, so the
+        # symbol table shows them at the top level).
+        local = {
+            n.id
+            for c in ast.walk(statement)
+            if isinstance(c, ast.comprehension)
+            for n in ast.walk(c.target)
+            if isinstance(n, ast.Name)
+        }
+        binds = _defined_by(table) - local
         for symbol in table.get_symbols():
             name = symbol.get_name()
             if symbol.is_referenced() and (isinstance(statement, simple) or name not in binds):
-                if name not in defined:
+                if name not in defined and name not in local:
                     free.add(name)
         free |= _late_uses(table) - whole - defined
         defined |= binds
