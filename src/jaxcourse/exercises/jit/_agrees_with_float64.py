@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from functools import partial
 
@@ -11,7 +12,21 @@ import numpy as np
 
 from ...checks import CheckFailed, call_answer, exercise_checker, require, require_callable
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_agrees_with_float64": (
+        "Compute two numbers, the jitted value on x as given and a float64 reference, and "
+        "compare their difference with rtol times the reference's magnitude; return a bool.",
+        "The reference: `with jax.enable_x64(True): reference = float(fn(np.asarray(x, "
+        "np.float64)))`, which restores the x64 switch afterwards. The traps: comparing eager "
+        "fn(x) instead of jax.jit(fn)(x), a float32 reference (it shares float32's rounding), "
+        "an absolute tolerance, a fixed 1e-4 instead of rtol, and jax.config.update, which "
+        "leaves the switch changed.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
+
+@functools.cache  # one function per error, so that a learner's jax.jit(fn) reuses its cache
 def _wrong_under_jit(error: float) -> Callable:
     """sum(x), plus `error` only while traced: a miscompilation on demand, eager JAX stays right.
 
@@ -55,8 +70,20 @@ def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
     exp_expected = is_close(float(jax.jit(_exp_minus_one_sum)(tiny)), 1_000 * np.expm1(1e-8))
 
     def ask(case: str, fn, x, **rtol) -> bool:
-        answer = call_answer(
-            partial(agrees_with_float64, **rtol), fn, x, what="agrees_with_float64"
+        found = bool(jax.config.jax_enable_x64)
+        try:
+            answer = call_answer(
+                partial(agrees_with_float64, **rtol), fn, x, what="agrees_with_float64"
+            )
+            left = bool(jax.config.jax_enable_x64)
+        finally:
+            jax.config.update("jax_enable_x64", found)  # the checker's own state, whatever happened
+        require(
+            left == found,
+            f"your function left jax_enable_x64 {'on' if left else 'off'}, but it was "
+            f"{'on' if found else 'off'} when called: a global switch changes every later "
+            "computation. Use `with jax.enable_x64(True):`, which restores the value it found, "
+            "instead of jax.config.update.",
         )
         return _as_bool(answer, case)
 
@@ -102,4 +129,20 @@ def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
         ask("a 0.1 % error at rtol=1e-2", _wrong_under_jit(1e-3 * spread_sum), spread, rtol=1e-2),
         "with rtol=1e-2 a 0.1 % error agrees, but your function said False: use the rtol argument rather "
         "than a fixed 1e-4.",
+    )
+    initial = bool(jax.config.jax_enable_x64)
+    jax.config.update("jax_enable_x64", True)
+    try:
+        wrong_with_x64_on = ask(
+            "a 0.1 % error, called with jax_enable_x64 on",
+            _wrong_under_jit(1e-3 * spread_sum),
+            spread,
+        )
+    finally:
+        jax.config.update("jax_enable_x64", initial)
+    require(
+        not wrong_with_x64_on,
+        "called with jax_enable_x64 already on, your function said True for a function whose jitted "
+        "value is 0.1 % too large: compare jax.jit(fn)(x) with the float64 reference whatever the "
+        "switch was.",
     )

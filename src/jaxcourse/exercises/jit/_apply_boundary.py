@@ -10,6 +10,21 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require, require_array, require_callable
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_apply_boundary": (
+        "Start from the NumPy version line by line: each in-place assignment becomes an "
+        "`.at[...]` update that returns a new array (`u.at[i].set(v)`, "
+        "`u.at[a:b].multiply(c)`), and only jax.numpy functions work under jax.jit, where u is "
+        "a tracer.",
+        "Three updates, chained, each on the array the previous one returned: the two ends with"
+        " .set, the interior slice u[1:-1] with .multiply. The traps: calling .at[...] without "
+        "keeping what it returns, halving the whole array instead of the interior, swapping "
+        "left and right, an integer result, and converting u to NumPy (fine eagerly, impossible"
+        " under jit).",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 def _apply_boundary_reference(u: np.ndarray, left: float, right: float) -> np.ndarray:
     u = u.copy()
@@ -20,6 +35,13 @@ def _apply_boundary_reference(u: np.ndarray, left: float, right: float) -> np.nd
 
 
 _IMMUTABLE_HINTS = (
+    (
+        jax.errors.TracerArrayConversionError,
+        "",
+        "your code turns u into a NumPy array (np.array, np.asarray or a NumPy function), which "
+        "works eagerly but not under jax.jit, where u is a tracer with no values: stay in "
+        "jax.numpy and update with u.at[i].set(v) and u.at[a:b].multiply(c).",
+    ),
     (
         TypeError,
         "immutable",
@@ -58,7 +80,25 @@ def check_apply_boundary(apply_boundary: Callable) -> None:
                 actual, u.shape, what=f"apply_boundary{how}", expected="the updated copy of u"
             )
             require(
-                close(actual[[0, -1]], expected[[0, -1]]),
+                np.issubdtype(np.asarray(actual).dtype, np.floating),
+                f"apply_boundary{how} returned an array of dtype {np.asarray(actual).dtype}: halving "
+                "needs fractions, so keep u's floating dtype (no .astype to an integer type).",
+            )
+            ends = actual[[0, -1]]
+            if not close(ends, expected[[0, -1]]) and left != right:
+                require(
+                    not close(ends, np.array([right, left], np.float32)),
+                    f"the end values are swapped: u[0] should be left={left} and u[-1] right={right}, "
+                    f"got {actual[0]:.3f} and {actual[-1]:.3f}.",
+                )
+            if not close(ends, expected[[0, -1]]) and (left, right) != (0.0, 0.0):
+                require(
+                    not close(ends, np.array([0.5 * left, 0.5 * right], np.float32)),
+                    f"the end values are half of left={left} and right={right} (got {actual[0]:.3f} and "
+                    f"{actual[-1]:.3f}): only the interior u[1:-1] is halved, not the whole array.",
+                )
+            require(
+                close(ends, expected[[0, -1]]),
                 f"the end values should be left={left} and right={right}, got {actual[0]:.3f} and {actual[-1]:.3f}.",
             )
             if close(actual[1:-1], expected[1:-1]):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 
 import jax
@@ -11,8 +12,25 @@ import numpy as np
 from ...checks import call_answer, close, exercise_checker, require, require_callable
 from ...tracecount import count_compilations
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_precompile": (
+        "Ahead-of-time compilation needs only a shape and a dtype: jax.ShapeDtypeStruct(shape, "
+        "dtype) stands for an array without data, and jax.jit(fn).lower(...).compile() turns it"
+        " into an executable.",
+        "Build a dict inside precompile, {(tuple(shape), jnp.dtype(dtype)): executable}, and "
+        "let serve look up (x.shape, x.dtype), raising ValueError with the shape and dtype in "
+        "the message when the key is missing. The traps: warming up on zeros (runs fn), a fixed"
+        " float32, calling jax.jit(fn) in serve, and one dict shared by every call of "
+        "precompile.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
+
 SERVED_SHAPES = ((4,), (8,), (2, 3))
 """The shapes the checker asks `precompile` to serve."""
+
+_fresh_sizes = itertools.count(2011)
 
 
 def _served_function(traces: list, runs: list) -> Callable:
@@ -31,7 +49,7 @@ def _require_value_error(serve: Callable, x: jax.Array, name: str, fix: str) -> 
     jax.block_until_ready(x)
     try:
         with count_compilations() as count:
-            serve(x)
+            returned = serve(x)
     except ValueError as error:
         require(
             name in str(error),
@@ -44,6 +62,11 @@ def _require_value_error(serve: Callable, x: jax.Array, name: str, fix: str) -> 
             False,
             f"serve({jax.typeof(x)}) raised {type(error).__name__}: {str(error)[:100]}. {fix}",
         )
+    require(
+        returned is not None,
+        f"serve({jax.typeof(x)}) returned None: an input that was not compiled for must raise a "
+        f"ValueError, so that the caller cannot mistake it for an answer. {fix}",
+    )
     require(
         False,
         f"serve({jax.typeof(x)}) ran, compiling {count.compiles} program(s) at call time: a served "
@@ -105,4 +128,53 @@ def check_precompile(precompile: Callable) -> None:
         "int32",
         "An executable is compiled for one shape AND one dtype: key your executables on both, "
         "(x.shape, x.dtype), and raise ValueError naming the dtype too.",
+    )
+    _require_dtype_and_fresh_state(precompile)
+
+
+def _require_dtype_and_fresh_state(precompile: Callable) -> None:
+    """`precompile` compiles for the dtype it is given, and for the `fn` of this call: nothing
+    kept from an earlier call (a cache shared between calls) changes what `serve` runs."""
+    # A size no earlier check used, so that creating an array of it would compile a program.
+    size = next(_fresh_sizes)
+    x = jnp.asarray(np.linspace(-1.0, 1.0, size), jnp.float16)
+    with count_compilations() as ahead:
+        serve_16 = call_answer(
+            precompile, _served_function([], []), ((size,),), jnp.float16, what="precompile"
+        )
+    require(
+        ahead.compiles <= 1,
+        f"precompile compiled {ahead.compiles} programs for one shape: fn's, and small ones that "
+        "creating arrays runs (jnp.zeros, jnp.ones, ...). Compile from jax.ShapeDtypeStruct(shape, "
+        "dtype), which holds no data, without creating an array.",
+    )
+    try:
+        with count_compilations() as count:
+            values = serve_16(x)
+    except ValueError:
+        require(
+            False,
+            f"precompile(fn, [({size},)], jnp.float16) returned a serve that refuses float16[{size}]: compile "
+            "for the dtype argument, jax.ShapeDtypeStruct(shape, dtype), not a fixed float32.",
+        )
+    except Exception as error:  # the learner's code: reported with its class, never a crash
+        require(False, f"serve(float16[{size}]) raised {type(error).__name__}: {str(error)[:150]}")
+    require(
+        count.compiles == 0
+        and close(values, np.cumsum(np.cos(np.asarray(x, np.float32)) * 2.0), rtol=1e-2, atol=1e-2),
+        f"precompile(fn, [({size},)], jnp.float16) did not serve float16[{size}] from an executable compiled "
+        "ahead: compile for the dtype argument, jax.ShapeDtypeStruct(shape, dtype).",
+    )
+
+    def tripled(v):
+        return 3.0 * v
+
+    serve_other = call_answer(precompile, tripled, ((4,),), jnp.float32, what="precompile")
+    y = jnp.asarray(np.linspace(-1.0, 1.0, 4), jnp.float32)
+    values = call_answer(serve_other, y, what="serve (another fn)")
+    require(
+        close(values, 3.0 * np.asarray(y), rtol=1e-5, atol=1e-5),
+        "a second precompile, of another fn (3 * x) for shape (4,), served the first fn's results: "
+        "your executables are kept from one call of precompile to the next. Build a new lookup "
+        "inside each precompile call.",
     )

@@ -12,14 +12,30 @@ import numpy as np
 
 from ...checks import call_answer, exercise_checker, require, require_callable
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_time_blocked": (
+        "JAX returns from a call before the result is computed (asynchronous dispatch): a "
+        "timing must wait for the result before reading the clock, and must leave the first "
+        "call, which compiles, out of the timed region.",
+        "Call fn(x) once and wait for it with jax.block_until_ready(...); then read "
+        "time.perf_counter(), call fn(x) once more inside jax.block_until_ready(...), read the "
+        "clock again and return the difference in seconds. The traps: not blocking the warm-up,"
+        " timing two calls, milliseconds, and time.process_time(), which does not count "
+        "waiting.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 class _PendingResult:
     """A result that becomes ready at `ready_at`, like a JAX array still being computed."""
 
     def __init__(self, ready_at: float):
         self._ready_at = ready_at
+        self.blocked = False  # whether anyone waited for this result
 
     def block_until_ready(self) -> _PendingResult:
+        self.blocked = True
         delay = self._ready_at - time.perf_counter()
         if delay > 0:
             time.sleep(delay)
@@ -40,15 +56,20 @@ class _SimulatedJit:
     def __init__(self, compile_s: float, run_s: float):
         self.compile_s, self.run_s = compile_s, run_s
         self.calls = 0
+        self.results: list[_PendingResult] = []
+        self.blocked_before_next: list[bool] = []  # per call: waited for before the next call
         self._queue_free_at = 0.0
 
     def __call__(self, x):
         self.calls += 1
+        if self.results:
+            self.blocked_before_next.append(self.results[-1].blocked)
         if self.calls == 1:
             time.sleep(self.compile_s)
         ready_at = max(time.perf_counter(), self._queue_free_at) + self.run_s
         self._queue_free_at = ready_at
-        return _PendingResult(ready_at)
+        self.results.append(_PendingResult(ready_at))
+        return self.results[-1]
 
 
 def _seconds(value, what: str) -> float:
@@ -84,23 +105,49 @@ def check_time_blocked(time_blocked: Callable) -> None:
         simulated.calls >= 2,
         "call fn once before starting the clock (a warm-up), then time a second call.",
     )
+    require(
+        seconds >= 0,
+        f"your timing is negative ({seconds:.4g} s): subtract the start time from the end time, "
+        "end - start.",
+    )
+    now = time.perf_counter()
+    require(
+        seconds < 3600 and not (seconds > 1 and abs(seconds - now) < 10),
+        f"your timing ({seconds:.4g} s) is a clock reading, not a duration: return the difference "
+        "of two time.perf_counter() readings, taken before and after the call.",
+    )
     unit_hint = _unit_hint(seconds, run_s)
     require(unit_hint is None, unit_hint or "")
+    timed_call_blocked = any(result.blocked for result in simulated.results[1:])
+    require(
+        seconds >= 0.9 * run_s or not timed_call_blocked,
+        f"you waited for the result, but your timing ({seconds * 1e3:.1f} ms) is shorter than the "
+        f"{run_s * 1e3:.0f} ms the call takes: your clock does not count the time spent waiting "
+        "(time.process_time() counts only the CPU's work). Use time.perf_counter().",
+    )
     require(
         seconds >= 0.9 * run_s,
-        f"your timing ({seconds * 1e3:.1f} ms) stopped before the result was ready: the checker's function "
-        f"takes {run_s * 1e3:.0f} ms per call but returns at once, as JAX does. Call "
-        ".block_until_ready() on the result (or jax.block_until_ready) before reading the clock.",
+        f"your timing ({seconds * 1e3:.1f} ms) stopped before the result was ready: the checker's "
+        f"function takes {run_s * 1e3:.0f} ms per call but returns at once, as JAX does, and your "
+        "code did not wait for the timed call's result. Call .block_until_ready() on the result "
+        "(or wrap the call in jax.block_until_ready(...)) before reading the clock.",
     )
     require(
         seconds < 0.9 * (compile_s + run_s),
         f"your timing ({seconds * 1e3:.0f} ms) includes the first call's compilation: warm up before "
         "starting the clock.",
     )
+    warm_up_blocked = bool(simulated.blocked_before_next) and simulated.blocked_before_next[0]
+    require(
+        seconds < 1.7 * run_s or not warm_up_blocked,
+        f"your timing ({seconds * 1e3:.0f} ms) covers {simulated.calls - 1} calls after the warm-up, "
+        f"each {run_s * 1e3:.0f} ms: time exactly one call.",
+    )
     require(
         seconds < 1.7 * run_s,
-        f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when the "
-        "clock started: block on the warm-up's result too.",
+        f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when "
+        "the clock started: your code did not wait for it, so block on the warm-up's result too, "
+        "jax.block_until_ready(fn(x)), before starting the clock.",
     )
     real = call_answer(
         time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked"
