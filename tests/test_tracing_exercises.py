@@ -370,7 +370,7 @@ class AuxPolynomial(PlainPolynomial):
     [
         (PlainPolynomial, "register the class as a pytree"),
         (StaticSelfPolynomial, "register the class as a pytree"),
-        (AuxPolynomial, "exactly one leaf"),
+        (AuxPolynomial, "your Polynomial has no leaves"),
         (ReversedPolynomial, "highest power first"),
         (MutatingPolynomial, "changed the polynomial it was called on"),
         (ArrayDerivativePolynomial, "should return a new Polynomial"),

@@ -12,6 +12,20 @@ from ...checks import close, exercise_checker, require, require_registered_pytre
 from ...tracecount import count_traces
 from ._common import _ARRAY_METADATA, _NON_HASHABLE_STATIC, _run
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_polynomial_class": (
+        "For jit to trace an instance, JAX must know how to take it apart: register the class "
+        "as a pytree whose one leaf is the coefficients array, and let methods return new "
+        "objects instead of changing self.",
+        "`@jax.tree_util.register_dataclass` on a `@dataclasses.dataclass` with the one field "
+        "`coefficients`; __call__ is jnp.polyval(self.coefficients, x), and derivative() "
+        "returns a new Polynomial of coefficients[:-1] times the powers degree, ..., 1 (degree "
+        "from the shape). The traps: a static coefficients field, powers 1, 2, 3 in the wrong "
+        "order, and mutating self.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 @exercise_checker("Exercise 4 (a polynomial class as a pytree, with a pure method)")
 def check_polynomial_class(Polynomial: type) -> None:
@@ -56,6 +70,12 @@ def check_polynomial_class(Polynomial: type) -> None:
         first,
         "JAX sees a Polynomial as one opaque leaf: register the class as a pytree, e.g. with "
         "@jax.tree_util.register_dataclass on a @dataclasses.dataclass.",
+    )
+    require(
+        len(leaves) > 0,
+        "your Polynomial has no leaves: its coefficients are static metadata (jax.tree.static or a "
+        "static field), so jit would hash the array and compile once per polynomial. Make "
+        "`coefficients` an ordinary field, a leaf that jit traces.",
     )
     require(
         len(leaves) == 1 and np.shape(leaves[0]) == cubic.shape,
@@ -104,16 +124,25 @@ def check_polynomial_class(Polynomial: type) -> None:
         "and leaves self alone.",
     )
     expected = np.polyval(np.polyder(cubic), np.asarray(x))
-    require(
-        close(
-            _run(derivative, x, hints=hints, what="the derivative's __call__"),
-            expected,
-            rtol=1e-4,
-            atol=1e-5,
-        ),
-        "wrong derivative: drop the constant term and multiply each coefficient by its power "
-        "(for a cubic: 3, 2, 1).",
-    )
+    got = _run(derivative, x, hints=hints, what="the derivative's __call__")
+    if not close(got, expected, rtol=1e-4, atol=1e-5):
+        powers_reversed = np.polyval(cubic[:-1] * np.arange(1, 4), np.asarray(x))
+        require(
+            not close(got, powers_reversed, rtol=1e-4, atol=1e-5),
+            "wrong derivative: you multiplied the coefficients by 1, 2, 3, but they come highest "
+            "power first, so a cubic's are multiplied by 3, 2, 1 (jnp.arange(degree, 0, -1)).",
+        )
+        kept_constant = np.polyval(cubic[1:] * np.arange(3, 0, -1), np.asarray(x))
+        require(
+            not close(got, kept_constant, rtol=1e-4, atol=1e-5),
+            "wrong derivative: you dropped the first coefficient (the highest power's) and kept the "
+            "constant term; drop the last one, coefficients[:-1], the constant whose derivative is 0.",
+        )
+        require(
+            False,
+            "wrong derivative: drop the constant term (the last coefficient) and multiply each other "
+            "coefficient by its power (for a cubic: 3, 2, 1).",
+        )
     jitted = _run(
         jax.jit(lambda p: p.derivative()),
         first,

@@ -12,6 +12,18 @@ import numpy as np
 from ...checks import close, exercise_checker, require, require_array, require_callable
 from ._common import _NON_HASHABLE_STATIC, _run
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_polynomial_features": (
+        "The degree sets the output's shape, so it must be concrete while tracing: make it a "
+        "static argument of the jitted function, by name so that both ways of passing it work.",
+        'Decorate with `@partial(jax.jit, static_argnames="degree")` and stack the columns '
+        "x**0, x**1, ..., x**degree along axis 1. The traps: an un-jitted function, a traced "
+        "degree, columns in reverse order (jnp.vander), a missing column of ones, and stacking "
+        "along axis 0.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 @exercise_checker("Exercise 3 (polynomial features with a static degree)")
 def check_polynomial_features(polynomial_features: Callable) -> None:
@@ -61,7 +73,17 @@ def check_polynomial_features(polynomial_features: Callable) -> None:
                 not close(actual, expected[:, ::-1], rtol=1e-4, atol=1e-5),
                 "the columns are in reverse order: column k must be x**k, starting with a column of ones.",
             )
-            require(False, f"wrong values for degree = {degree} (degree passed {how}).")
+            wrong = [
+                k
+                for k in range(degree + 1)
+                if not close(np.asarray(actual)[:, k], expected[:, k], rtol=1e-4, atol=1e-5)
+            ]
+            require(
+                False,
+                f"wrong values for degree = {degree} (degree passed {how}): column {wrong[0]} should "
+                f"be x**{wrong[0]}, {np.round(expected[:, wrong[0]], 3).tolist()}, got "
+                f"{np.round(np.asarray(actual)[:, wrong[0]], 3).tolist()}.",
+            )
     require(
         hasattr(polynomial_features, "lower"),
         "the values are right, but polynomial_features should be the jitted function itself: wrap "

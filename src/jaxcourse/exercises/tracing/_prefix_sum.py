@@ -13,6 +13,19 @@ from ...tracecount import count_traces
 from .._jaxpr import primitive_names, traced_program
 from ._common import _NON_HASHABLE_STATIC, _run
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_prefix_sum": (
+        "While jax.jit traces, n is a tracer but x.shape is a concrete tuple: build something "
+        "of x's fixed length that says, for each position, whether it is among the first n.",
+        "Compare positions, not values: jnp.arange(x.shape[0]) has x's length whatever n is, "
+        "and comparing it with n gives a boolean mask of the first n positions; fill the other "
+        "positions with the value that does not change a sum. The traps: x < n (a mask by "
+        "value), <= n (one too many), a fixed length instead of x.shape[0], and x[:n] or "
+        "range(n).",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 @exercise_checker("Exercise 2 (prefix sum with a traced length)")
 def check_prefix_sum(prefix_sum: Callable) -> None:
@@ -71,6 +84,24 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
                 False,
                 "off by one: the first n entries are positions 0 ... n-1, so use < n, not <= n.",
             )
+        require(
+            not np.issubdtype(np.asarray(actual).dtype, np.integer),
+            f"your sum is an integer ({np.asarray(actual).dtype}): prefix_sum(x, {n}) should be "
+            f"{expected:.5f}. Keep x's float dtype; only the positions are integers.",
+        )
+        by_value = x[x < n].sum(dtype=np.float64)
+        require(
+            not (close(actual, by_value, atol=1e-5) and not close(by_value, expected, atol=1e-5)),
+            f"prefix_sum(x, {n}) gave {float(actual):.5f}, the sum of the entries whose *value* is "
+            "below n: your mask compares x with n. Compare positions instead, "
+            "jnp.arange(x.shape[0]) < n.",
+        )
+        last_n = x[x.size - n :].sum(dtype=np.float64) if n else 0.0
+        require(
+            not (close(actual, last_n, atol=1e-5) and not close(last_n, expected, atol=1e-5)),
+            f"prefix_sum(x, {n}) gave {float(actual):.5f}, the sum of the *last* {n} entries: the "
+            "first n entries are positions 0 ... n-1, jnp.arange(x.shape[0]) < n.",
+        )
         require(False, f"prefix_sum(x, {n}) should be {expected:.5f}, got {float(actual):.5f}.")
     require(
         counted.traces == 1,

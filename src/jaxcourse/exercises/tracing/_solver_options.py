@@ -12,6 +12,20 @@ from ...checks import close, exercise_checker, require
 from ...tracecount import count_traces
 from ._common import _NON_HASHABLE_STATIC, _run
 
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_solver_options": (
+        "jit looks a static argument up in a dictionary: instances must be hashable, equal when"
+        " their fields are equal, and impossible to change once made.",
+        "You need not write __eq__ and __hash__ by hand: the standard library's dataclasses can"
+        " generate both from the fields and also forbid assignment (look at the decorator's "
+        "options; a typing.NamedTuple works too). Keep the fields in the order method, n_iter. "
+        "The traps: a plain class (equal only to itself), a dataclass that can still be changed"
+        " (eq=True alone makes it unhashable, unsafe_hash=True leaves it changeable), and an "
+        "__eq__ that ignores a field.",
+    ),
+}
+"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
+
 
 def solve(x, options):
     """The exercise's function: `options.method` picks a Python branch and `options.n_iter` a loop
@@ -65,7 +79,8 @@ def check_solver_options(SolverOptions: type) -> None:
         for field, value in (("method", method), ("n_iter", n_iter)):
             require(
                 getattr(options, field, None) == value,
-                f"SolverOptions({method!r}, {n_iter}).{field} should be {value!r}: keep both fields, in this order.",
+                f"SolverOptions({method!r}, {n_iter}).{field} should be {value!r}, got "
+                f"{getattr(options, field, None)!r}: keep both fields, in this order (method, n_iter).",
             )
         before = counted.traces
         result = _run(
