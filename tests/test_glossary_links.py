@@ -37,20 +37,21 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)|\]\{[^}]*\}|\{[#.][^}]*\}|(?<![\w])@[\w:.
 FORMS: dict[str, list[str]] = {
     # Terms whose name is also an everyday word: the forms that mean the glossary's sense.
     "gloss-key": [r"\b(?:PRNG|random)\s+keys?\b"],
-    "gloss-carry": [r"\b(?:loop|the|a|its|scan's|loop's)\s+carry\b", r"\bcarries\b"],
+    "gloss-carry": [r"\b(?:loop|the|a|its|scan's|loop's)\s+carry\b"],
     "gloss-leaf": [r"\bleaf\b", r"\b(?:its|the|tree's|pytree's|a pytree's|array)\s+leaves\b"],
-    "gloss-lowered-compiled": [r"`(?:jax\.stages\.)?(?:Lowered|Compiled)`"],
+    "gloss-lowered-compiled": [r"code:\b(?:Lowered|Compiled)\b"],
     "gloss-replicated-varying": [r"\breplicated\b", r"\bvarying\b"],
     "gloss-transpose": [r"\btranspos(?:e|es|ed|ing)\b(?!\s*\()"],
     "gloss-residual": [r"\bresiduals?\b"],
     "gloss-primitive": [r"\bprimitives?\b"],
     "gloss-collective": [r"\bcollectives?\b"],
-    "gloss-static-argument": [r"\bstatic\s+arguments?\b", r"`static_arg(?:nums|names)"],
+    "gloss-static-argument": [r"\bstatic\s+arguments?\b", r"code:\bstatic_arg(?:nums|names)\b"],
     "gloss-tangent": [r"\btangents?\b"],
     "gloss-sharding": [r"\bshardings?\b", r"\bsharded\b"],
     "gloss-mesh": [r"\bmesh(?:es)?\b"],
 }
-"""Overrides of the default forms (the term and its plural, each name of 'A, B' or 'A (B)')."""
+"""Overrides of the default forms (the term and its plural, each name of 'A, B' or 'A (B)').
+A form that starts with 'code:' is looked for in inline code, the others in the words."""
 
 
 @dataclass(frozen=True)
@@ -59,9 +60,8 @@ class Term:
     term: str
     page: str
     """The page that teaches it: where its first `@sec-` reference points."""
-    patterns: tuple[re.Pattern, ...]
-    code: bool
-    """True when the term is code (`psum`): it is looked for in inline code, not in words."""
+    patterns: tuple[tuple[re.Pattern, bool], ...]
+    """Each form with True when it is looked for in inline code rather than in the words."""
 
 
 def _names(term: str) -> list[str]:
@@ -95,18 +95,17 @@ def glossary_terms(root: Path = ROOT) -> list[Term]:
             raise AssertionError(f"{GLOSSARY}: {term!r} has no @sec- reference or page link")
         code = term.startswith("`")
         names = [name.strip("`") for name in _names(term)]
-        if slug in FORMS:
-            sources = FORMS[slug]
+        if slug in FORMS:  # as written: case matters
+            forms = [
+                (form.removeprefix("code:"), form.startswith("code:"), 0) for form in FORMS[slug]
+            ]
         elif code:
-            sources = [rf"(?<![\w]){re.escape(name)}(?![\w])" for name in names]
+            forms = [(rf"(?<![\w]){re.escape(name)}(?![\w])", True, 0) for name in names]
         else:
-            sources = [_pattern(name) for name in names]
-        flags = [
-            0 if (source in FORMS.get(slug, []) or any(n.isupper() for n in names)) else re.I
-            for source in sources
-        ]
-        patterns = tuple(re.compile(source, flag) for source, flag in zip(sources, flags))
-        terms.append(Term(slug, term, page, patterns, code))
+            flag = 0 if any(name.isupper() for name in names) else re.I  # HLO, not 'hlo'
+            forms = [(_pattern(name), False, flag) for name in names]
+        patterns = tuple((re.compile(form, flag), in_code) for form, in_code, flag in forms)
+        terms.append(Term(slug, term, page, patterns))
     return terms
 
 
@@ -164,20 +163,19 @@ def violations(root: Path = ROOT) -> list[str]:
         for term in terms:
             if term.page not in order or order.index(term.page) <= position:
                 continue
-            haystack = code if term.code else words
             uses = [
-                m.start()
-                for p in term.patterns
-                for m in p.finditer(haystack)
-                if not any(a <= m.start() < b for a, b in teaching_links.get(term.page, []))
+                match
+                for pattern, in_code in term.patterns
+                for match in pattern.finditer(code if in_code else words)
+                if not any(a <= match.start() < b for a, b in teaching_links.get(term.page, []))
             ]
             if not uses:
                 continue
-            first = _line(haystack, min(uses))  # same lines as the page
+            use = min(uses, key=_start)
+            first = _line(words, use.start())  # words and code keep the page's lines
             linked = links.get(term.slug)
             if linked is None or linked > first:
-                match = min((m for p in term.patterns for m in p.finditer(haystack)), key=_start)
-                snippet = match.group(0).replace("\n", " ")
+                snippet = use.group(0).replace("\n", " ")
                 found.append(
                     f"{page}:{first}: {term.term!r} is used before {term.page} teaches it, "
                     f"as {snippet!r}, with no link to glossary.qmd#{term.slug} at or before it"
