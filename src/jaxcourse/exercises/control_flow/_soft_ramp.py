@@ -22,10 +22,11 @@ HINTS = {
         "Write the three pieces as three functions of x, in the order of the pieces, and compute "
         "from x an integer index that is 0, 1 or 2; jax.lax.switch(index, [f0, f1, f2], x) runs "
         "the chosen one only.",
-        "The index is (x >= 0).astype(jnp.int32) + (x >= 1).astype(jnp.int32): the comparisons "
-        "are bools, and in JAX adding two bools gives a bool, not 2, so cast them first (and no "
-        "Python int() or if on x, which fails under jit). Keep the constant of the last piece, "
-        "- 3/2, and the 1/2 of the middle one: they make the pieces meet at x = 1.",
+        "The index counts the thresholds x has passed: 0 below 0, 1 on [0, 1), 2 from 1 on. "
+        "Comparisons such as x >= 0 are bools, and in JAX adding two bools gives a bool, not 2: "
+        "cast them to jnp.int32 first (and no Python int() or if on x, which fails under jit). "
+        "Keep the constant of the last piece, - 3/2, and the 1/2 of the middle one: they make "
+        "the pieces meet at x = 1.",
     ),
 }
 
