@@ -31,6 +31,13 @@ def _close(a, b) -> bool:
     return close(a, b, rtol=1e-4, atol=1e-5)
 
 
+def _require_unlike(value, candidates: list[tuple[object, str]]) -> None:
+    """Fails with the hint of the first known wrong answer that `value` equals, so that the hint
+    names what the answer did."""
+    for candidate, hint in candidates:
+        require(not _close(value, candidate), hint)
+
+
 _COLLECTIVES = ("psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", "reduce_scatter")
 
 _SHARDED_INPUT_HINTS = (
@@ -86,11 +93,54 @@ def check_global_standardise(standardise, mesh: Mesh) -> None:
             "lax.pmean(..., 'data') (the mesh axis of shard_map).",
         )
         expected = (x - x.mean(axis=0)) / x.std(axis=0)
+        mean, std, variance = x.mean(axis=0), x.std(axis=0), x.var(axis=0)
+        block_std = np.repeat(blocks.std(axis=1), rows_per_device, axis=0)
+        _require_unlike(
+            out,
+            [
+                (
+                    (x - mean) / block_std,
+                    "the mean is global, but each device divided by the std of its own block: "
+                    "the std needs the pmean of the block means of x**2 as well, "
+                    "sqrt(mean(x**2) - mean(x)**2) over every row.",
+                ),
+                (
+                    (x - mean) / blocks.std(axis=1).mean(axis=0),
+                    "you averaged the block stds: the mean of the block stds is not the std. Take "
+                    "the pmean of the block means of x and of x**2, then "
+                    "sqrt(mean(x**2) - mean(x)**2).",
+                ),
+                (
+                    (x - mean) / np.sqrt(blocks.var(axis=1).mean(axis=0)),
+                    "you averaged the block variances: that misses the spread between the block "
+                    "means. Take the pmean of the block means of x and of x**2, then "
+                    "mean(x**2) - mean(x)**2.",
+                ),
+                (
+                    (x - mean) / x.std(axis=0, ddof=1),
+                    "you divided by the sample std (ddof=1, n - 1): the exercise asks for the "
+                    "population std of np.std, which divides by n.",
+                ),
+                (
+                    (x - n_devices * mean) / std,
+                    "you subtracted the psum of the block means, n_devices times the mean: average "
+                    "them with lax.pmean instead.",
+                ),
+                (
+                    x / std,
+                    "the columns are divided by the std, but you did not subtract the mean first.",
+                ),
+                (
+                    (x - mean) / variance,
+                    "you divided by the variance: divide by its square root, the std.",
+                ),
+            ],
+        )
         require(
             _close(out, expected),
             f"with {rows_per_device} rows per device, the result differs from standardising all rows "
-            "together. The global std is sqrt(mean(x**2) - mean(x)**2) with both means taken over "
-            "every row (pmean of the block means); the mean of the block stds is not the std.",
+            "together, (x - mean) / std with the mean and the population std of all n rows: the "
+            "pmean of the block means of x and of x**2 gives both.",
         )
     _require_per_device_program(
         standardise,
@@ -135,9 +185,11 @@ def _require_global_gradient(grads, params, x, y, n_devices: int) -> None:
             _close(grads.weights, n_devices * expected.weights)
             and _close(grads.bias, n_devices * expected.bias)
         ),
-        f"your gradient is {n_devices} times too large (one factor per device). Inside "
-        "shard_map the gradient of a replicated parameter is already summed over devices; "
-        "differentiate the global loss (lax.pmean of the block loss) and do not reduce the "
+        f"your gradient is {n_devices} times too large (one factor per device). Either you "
+        "differentiated the psum of the block losses (each block holds an equal share of the "
+        "rows, so the global mean loss is their pmean), or you reduced a gradient that is "
+        "already summed: inside shard_map the gradient of a replicated parameter is already "
+        "summed over devices. Differentiate lax.pmean of the block loss and do not reduce the "
         "gradient again.",
     )
     n_block = x.shape[0] // n_devices
@@ -145,7 +197,28 @@ def _require_global_gradient(grads, params, x, y, n_devices: int) -> None:
     require(
         not _close(grads.weights, first_block.weights),
         "this is the gradient of the first device's block only: the devices never combined "
-        "their results (with check_vma=False nothing warns you about that).",
+        "their results. With check_vma=False, nothing sums the gradient over devices, not even a "
+        "pmean inside the loss, and nothing warns you.",
+    )
+    _require_unlike(
+        grads,
+        [
+            (
+                jax.tree.map(lambda p, g: p - parallel.LEARNING_RATE * g, params, expected),
+                "you returned the updated parameters, params - learning rate x gradient: return "
+                "the gradient itself.",
+            ),
+            (
+                jax.tree.map(np.negative, expected),
+                "the sign is flipped: return the gradient of the loss (what jax.grad gives), not "
+                "the descent direction.",
+            ),
+            (
+                jax.tree.map(lambda g: x.shape[0] * g, expected),
+                f"your gradient is {x.shape[0]} times too large, the number of rows: you "
+                "differentiated the sum of squared residuals, and mse_loss is their mean.",
+            ),
+        ],
     )
     require(
         _close(grads.weights, expected.weights) and _close(grads.bias, expected.bias),
@@ -187,19 +260,34 @@ def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
     )
 
 
-@partial(jax.jit, static_argnames="n_devices")
-def _profiled_elbo_with_block_coef(data, variational, n_devices: int):
-    """The typical mistake, computed on one device: each block fits its own B."""
+@partial(jax.jit, static_argnames=("n_devices", "global_cross_products"))
+def _profiled_elbo_with_block_coef(
+    data, variational, n_devices: int, global_cross_products: bool = False
+):
+    """Two typical mistakes, computed on one device: each block fits its own B, or (with
+    `global_cross_products`) each block solves the summed X'X with its own X'M."""
     blocks_of = lambda tree: jax.tree.map(lambda a: a.reshape(n_devices, -1, *a.shape[1:]), tree)
+    xtx = data.covariates.T @ data.covariates
 
     def block_statistics(data_k, var_k):
-        return pln.elbo_statistics(
-            data_k, var_k, pln.closed_form_coef(data_k.covariates, var_k.latent_mean)
+        x_k, m_k = data_k.covariates, var_k.latent_mean
+        coef = (
+            jnp.linalg.solve(xtx, x_k.T @ m_k)
+            if global_cross_products
+            else pln.closed_form_coef(x_k, m_k)
         )
+        return pln.elbo_statistics(data_k, var_k, coef)
 
     stats = jax.vmap(block_statistics)(blocks_of(data), blocks_of(variational))
     totals = jax.tree.map(lambda s: jnp.sum(s, axis=0), stats)
     return pln.elbo_from_statistics(totals, totals.scatter / totals.n_samples)
+
+
+@partial(jax.jit, static_argnames="n_devices")
+def _sum_of_block_profiled_elbos(data, variational, n_devices: int):
+    """A third mistake, on one device: every block's own profiled ELBO, summed."""
+    blocks_of = lambda tree: jax.tree.map(lambda a: a.reshape(n_devices, -1, *a.shape[1:]), tree)
+    return jnp.sum(jax.vmap(pln.profiled_elbo)(blocks_of(data), blocks_of(variational)))
 
 
 def _small_pln_problem(n_samples: int) -> tuple[pln.PLNData, pln.Variational]:
@@ -239,17 +327,53 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
         value = float(
             require_array(value, (), what="sharded_profiled_elbo", expected="the ELBO, a scalar")
         )
-        block_coef = float(_profiled_elbo_with_block_coef(data, variational, n_devices))
+        expected = float(jax.jit(pln.profiled_elbo)(data, variational))
+        if np.isclose(value, expected, rtol=1e-4):
+            continue
+        # a wrong value: the known mistakes are computed only now, so a right answer pays nothing
         require(
-            not np.isclose(value, block_coef, rtol=1e-5),
+            not np.isclose(
+                value,
+                float(_profiled_elbo_with_block_coef(data, variational, n_devices)),
+                rtol=1e-5,
+            ),
             "each device fitted its own B from its block. B = (X'X)^{-1} X'M needs X'X and X'M "
             "summed over all samples: psum them before solving.",
         )
-        expected = float(jax.jit(pln.profiled_elbo)(data, variational))
+        _require_unlike(
+            value,
+            [
+                (
+                    expected / n_devices,
+                    f"your ELBO is 1/{n_devices} of the right one: you averaged the statistics "
+                    "over devices (pmean). They are sums over samples: psum them.",
+                ),
+                (
+                    float(_sum_of_block_profiled_elbos(data, variational, n_devices)),
+                    "you summed each block's own profiled ELBO: each block then has its own B "
+                    "and Sigma. Sum the statistics (and X'X, X'M) over devices first, then "
+                    "profile once.",
+                ),
+                (
+                    float(
+                        _profiled_elbo_with_block_coef(
+                            data, variational, n_devices, global_cross_products=True
+                        )
+                    ),
+                    "you summed X'X over devices but not X'M: each device solved for B with its "
+                    "own block's X'M. psum both before solving.",
+                ),
+                (
+                    -expected,
+                    "the sign is flipped: return the ELBO itself, not the negative ELBO (a loss).",
+                ),
+            ],
+        )
         require(
-            np.isclose(value, expected, rtol=1e-4),
+            False,
             f"with {samples_per_device} samples per device, got {value:.4f}, expected {expected:.4f} "
-            "(pln.profiled_elbo). Sigma is the total scatter divided by the total number of samples, "
+            "(pln.profiled_elbo). Check, in order: X'X and X'M psum'd before solving for B; the "
+            "statistics psum'd; Sigma = the total scatter divided by the total number of samples, "
             "both after the psum.",
         )
     _require_per_device_program(
@@ -261,3 +385,34 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
         what="sharded_profiled_elbo",
         static_argnums=(2,),
     )
+
+
+HINTS: dict[str, tuple[str, ...]] = {
+    "check_global_standardise": (
+        "Inside shard_map each device sees only its block of rows. Compute what you can on the "
+        "block (a mean per column), then combine the devices with a collective over 'data'.",
+        "Equal blocks: the global mean is lax.pmean of the block means, and so is the global mean "
+        "of x**2. The population std (np.std, divide by n, not n - 1) is "
+        "sqrt(mean(x**2) - mean(x)**2) from those two global means; the block's own std, or the "
+        "mean of the block stds or variances, is not it. Subtract the mean, divide by the std.",
+    ),
+    "check_sharded_grad": (
+        "Write the loss over all rows as seen from one device: the block's mse_loss, combined over "
+        "the devices with a collective. Then differentiate that global loss inside shard_map.",
+        "Each block holds an equal share of the rows, so the global loss is "
+        "lax.pmean(mse_loss(params, x_block, y_block), 'data'); return jax.grad of it as it is. "
+        "Do not pmean or psum the gradient afterwards (a replicated parameter's gradient is already "
+        "summed over devices), do not psum the losses, and return the gradient, not an updated "
+        "step.",
+    ),
+    "check_sharded_profiled_elbo": (
+        "Every quantity the profiled ELBO needs is a sum over samples: compute each sum on a "
+        "device's block, psum it over 'data', and only then finish the computation, the same on "
+        "every device.",
+        "Inside jax.shard_map with in_specs P('data') for data and variational: B = solve(psum of "
+        "X'X, psum of X'M); then the statistics pln.elbo_statistics(block, block, B), psum'd (not "
+        "pmean'd); Sigma = total scatter / total n_samples; pln.elbo_from_statistics gives the "
+        "ELBO. Profiling each block on its own, or solving with a block's X'M, gives another value.",
+    ),
+}
+"""Each checker's hint ladder (issue 28): a nudge before any attempt, then a more specific hint."""
