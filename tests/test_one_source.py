@@ -13,6 +13,7 @@ against the one place that holds them.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -33,6 +34,7 @@ IMPORT = re.compile(
 )
 
 
+@functools.cache
 def package_modules() -> list[str]:
     """The package's public modules and subpackages ('pln', 'timing', ...)."""
     names = [p.stem for p in PACKAGE.glob("*.py") if not p.name.startswith("_")]
@@ -88,6 +90,7 @@ def test_the_readme_states_the_layers_in_order():
 # --- checkers: imported, called, numbered --------------------------------------------------
 
 
+@functools.cache
 def checker_exercises() -> dict[str, str]:
     """{checker name: the exercise it is for}, from `@exercise_checker("...")` in the source."""
     found = {}
@@ -106,6 +109,7 @@ def checker_exercises() -> dict[str, str]:
     return found
 
 
+@functools.cache
 def docstring_exercises() -> dict[str, int]:
     """{checker name: N} for checkers in a module whose docstring's first line says 'Exercise N'
     (a split chapter's private modules: 'Checker of the PRNG chapter's Exercise 1: ...')."""
