@@ -165,6 +165,12 @@ def _local_cross_product(data_block, variational_block):
     return pln.elbo_from_statistics(totals, totals.scatter / totals.n_samples)
 
 
+def _statistics_never_summed(data_block, variational_block):
+    coef = _global_coef(data_block.covariates, variational_block.latent_mean)
+    stats = pln.elbo_statistics(data_block, variational_block, coef)
+    return pln.elbo_from_statistics(stats, stats.scatter / stats.n_samples)
+
+
 def _negative_elbo(data_block, variational_block):
     coef = _global_coef(data_block.covariates, variational_block.latent_mean)
     totals = lax.psum(pln.elbo_statistics(data_block, variational_block, coef), "data")
@@ -187,6 +193,7 @@ WRONG_PROFILED = {
     "the sum of each block's profiled ELBO": (_sum_of_block_profiled_elbos, ("each block",)),
     "X'M not summed over devices": (_local_cross_product, ("X'M",)),
     "the negative ELBO": (_negative_elbo, ("sign",)),
+    "block statistics never summed": (_statistics_never_summed, ("never combined",)),
 }
 
 

@@ -42,6 +42,14 @@ _COLLECTIVES = ("psum", "pmax", "pmin", "all_gather", "ppermute", "all_to_all", 
 
 _SHARDED_INPUT_HINTS = (
     (
+        ValueError,
+        "out_specs which require replication",
+        "your shard_map returns a value that differs from device to device where out_specs=P() "
+        "asks for one value shared by all: something computed from the block alone was never "
+        "combined over devices. Combine it with a collective (lax.psum of sums, lax.pmean of "
+        "equal-sized means) before returning it",
+    ),
+    (
         Exception,
         "sharded",
         "the arrays are split over the mesh, and plain jax.numpy code on them needs an explicit "
