@@ -436,3 +436,32 @@ def test_the_oaks_data_are_package_data_so_a_non_editable_install_has_them():
     for path in shipped:
         relative = path.relative_to(package)
         assert any(relative.match(pattern) for pattern in package_data), relative
+
+
+def test_a_chapter_cell_that_imports_pyplnmodels_on_a_part1_install_says_how_to_install_it():
+    """Part II's cells import pyPLNmodels and torch themselves; after `start_chapter()`, the error
+    a Part I install gets there ends with the command that installs them."""
+    code = (
+        "import sys\n"
+        "class Refuse:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'pyPLNmodels'):\n"
+        "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+        "sys.meta_path.insert(0, Refuse())\n"
+        "from IPython.core.interactiveshell import InteractiveShell\n"
+        "shell = InteractiveShell.instance()\n"
+        "shell.run_cell('from jaxcourse.page import start_chapter; start_chapter()')\n"
+        "missing = shell.run_cell('from pyPLNmodels import load_oaks')\n"
+        "print('error:', type(missing.error_in_exec).__name__)\n"
+        "other = shell.run_cell('import not_a_course_module')\n"
+        "print('other error:', type(other.error_in_exec).__name__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    out = result.stdout
+    assert "error: ModuleNotFoundError" in out, out + result.stderr[-2000:]
+    assert "pyPLNmodels is not installed, and this cell needs it" in out
+    assert "bash scripts/setup.sh --full" in out and "pip install -e '.[compare]'" in out
+    assert "other error: ModuleNotFoundError" in out
+    assert out.count("scripts/setup.sh --full") == 1  # nothing added for other modules

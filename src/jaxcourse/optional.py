@@ -29,6 +29,18 @@ def compare_installed() -> bool:
     return all(_installed(name) for name in COMPARE_MODULES)
 
 
+def missing_compare_message(missing, purpose: str = "the comparison with pyPLNmodels") -> str:
+    """What to tell a learner whose install lacks `missing` (names from `COMPARE_MODULES`)."""
+    missing = list(missing)
+    one = len(missing) == 1
+    return (
+        f"{' and '.join(missing)} {'is' if one else 'are'} not installed, and {purpose} needs "
+        f"{'it' if one else 'them'} (a Part I install leaves them out). Install the course's "
+        f"`compare` extra: run `{INSTALL_COMPARE} in the course's environment), then restart the "
+        "kernel."
+    )
+
+
 def require_compare(purpose: str = "the comparison with pyPLNmodels") -> None:
     """Returns if pyPLNmodels and torch are installed, else raises a clear `ImportError`.
 
@@ -38,9 +50,4 @@ def require_compare(purpose: str = "the comparison with pyPLNmodels") -> None:
     """
     missing = [name for name in COMPARE_MODULES if not _installed(name)]
     if missing:
-        raise ImportError(
-            f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed, and "
-            f"{purpose} needs {'it' if len(missing) == 1 else 'them'} (a Part I install leaves "
-            f"them out). Install the course's `compare` extra: run `{INSTALL_COMPARE} in the "
-            "course's environment), then restart the kernel."
-        )
+        raise ImportError(missing_compare_message(missing, purpose))

@@ -7,6 +7,7 @@ import io
 import warnings
 
 from .environment import environment_line
+from .optional import COMPARE_MODULES, missing_compare_message
 
 
 class Banner(str):
@@ -25,6 +26,16 @@ def _short_tracebacks() -> None:
     if shell is not None:
         with contextlib.redirect_stdout(io.StringIO()):  # %xmode prints its new mode
             shell.run_line_magic("xmode", "Minimal")
+        shell.set_custom_exc((ModuleNotFoundError,), _explain_missing_module)
+
+
+def _explain_missing_module(shell, etype, value, tb, tb_offset=None):
+    """A cell's ModuleNotFoundError, as IPython shows it, then, when the module is pyPLNmodels or
+    torch (a Part I install has neither), the command that installs them."""
+    shell.showtraceback((etype, value, tb), tb_offset=tb_offset)
+    name = (getattr(value, "name", None) or "").split(".")[0]
+    if name in COMPARE_MODULES:
+        print(missing_compare_message([name], "this cell"))
 
 
 def start_chapter() -> Banner:
