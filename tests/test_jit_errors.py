@@ -166,3 +166,18 @@ def test_block_until_ready_waits_for_a_tuple_and_returns_it():
     """The async section: jax.block_until_ready accepts any pytree of arrays and returns it."""
     pair = (jnp.ones(2), jnp.zeros(3))
     assert jax.block_until_ready(pair) is pair
+
+
+def test_a_fusion_calls_a_body_that_holds_the_original_operations():
+    """The 'reading the compiled program' box: chain's entry computation is one kLoop fusion whose
+    called body holds tanh, sine, multiply and exponential."""
+
+    def chain(x):
+        return jnp.tanh(x) * 2.0 + jnp.sin(x) ** 2 - jnp.exp(-x) / (1.0 + x * x)
+
+    text = jax.jit(chain).lower(jnp.ones(5)).compile().as_text()
+    body = text[text.index("%fused_computation") : text.index("ENTRY")]
+    for opcode in ("tanh(", "sine(", "multiply(", "exponential("):
+        assert opcode in body
+    entry = text[text.index("ENTRY") :]
+    assert entry.count(" fusion(") == 1 and "kind=kLoop" in entry
