@@ -12,9 +12,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tools import blocks, colab
 from tools.book import load_book
+from tools.quarto_markdown import leftover_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = blocks.blocks(ROOT)
@@ -130,14 +132,45 @@ def test_a_block_notebook_has_the_colab_setup_its_exercises_and_the_right_verdic
     assert "torch" not in solution_code, "a block never imports the case study's comparison"
 
 
+@pytest.mark.parametrize("block", NOTEBOOK_BLOCKS, ids=lambda b: b.id)
+def test_no_quarto_syntax_is_left_in_a_block_notebook(block, notebooks, book):
+    for student in (False, True):
+        assert leftover_syntax(notebooks[(block.id, student)], set(book.references)) == []
+
+
+def test_copies_for_the_learner_are_made_once_and_never_overwritten(tmp_path):
+    source = tmp_path / "notebooks" / blocks.BLOCKS_DIR / "student"
+    source.mkdir(parents=True)
+    (source / "jit.ipynb").write_text("generated")
+    copied, kept = blocks.copy_for_learner(tmp_path)
+    (tmp_path / "my-work" / "blocks" / "jit.ipynb").write_text("my answer")
+    copied_again, kept_again = blocks.copy_for_learner(tmp_path)
+    assert len(copied) == 1 and kept == [] and copied_again == [] and len(kept_again) == 1
+    assert (tmp_path / "my-work" / "blocks" / "jit.ipynb").read_text() == "my answer"
+
+
+def test_the_cache_variables_are_those_of_the_course_cache(capsys):
+    from jaxcourse import compilation_cache
+
+    assert blocks.main(["--cache-env"]) == 0
+    printed = capsys.readouterr().out
+    folder = compilation_cache.default_directory()
+    assert f"export JAX_COMPILATION_CACHE_DIR={folder}" in printed.splitlines()
+
+
 def test_the_sync_check_reports_a_stale_or_orphan_block_notebook(tmp_path):
+    """In a copy of the course whose plan has one block (two notebooks, to stay quick)."""
     pages = ("index.qmd", "workshop.qmd", "instructors.qmd", "prepare.qmd")
-    for name in ("chapters", "workshop", "resources", *pages):
+    for name in ("chapters", "resources", *pages):
         (tmp_path / name).symlink_to(ROOT / name)
     for name in ("_quarto.yml", "requirements.txt", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
+    plan = blocks.load_plan(ROOT)
+    plan["blocks"] = [entry for entry in plan["blocks"] if entry["id"] == "tracing"]
+    (tmp_path / "workshop").mkdir()
+    (tmp_path / blocks.PLAN_FILE).write_text(yaml.safe_dump(plan))
     written, kept = blocks.write(tmp_path)
-    assert len(written) == 2 * len(NOTEBOOK_BLOCKS) and kept == []
+    assert len(written) == 2 and kept == []
     first = written[0]
     first.write_text(first.read_text().replace("Workshop block", "Workshop blok"))
     orphan = tmp_path / "notebooks" / blocks.BLOCKS_DIR / "gone.ipynb"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import ast
 import builtins
+import functools
 import json
 import os
 import re
@@ -308,7 +309,20 @@ def _late_uses(table: symtable.SymbolTable) -> set[str]:
     return used
 
 
+@functools.lru_cache(maxsize=4096)
+def _names(code: str) -> tuple[frozenset[str], frozenset[str]]:
+    free, defined = names_uncached(code)
+    return frozenset(free), frozenset(defined)
+
+
 def names(code: str) -> tuple[set[str], set[str]]:
+    """(names the code reads before defining them, names it defines at the top level); see
+    `names_uncached`. Cached: `select` asks about every chunk of a chapter many times."""
+    free, defined = _names(code)
+    return set(free), set(defined)
+
+
+def names_uncached(code: str) -> tuple[set[str], set[str]]:
     """(names the code reads before defining them, names it defines at the top level).
 
     Statements are read in order: `key, subkey = split(key)` reads `key`, and a function reads
@@ -707,8 +721,14 @@ def _clock(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
+@functools.lru_cache(maxsize=8)
+def _book(root: Path) -> Book:
+    """The book, read once per page rendering (the pages' cells run in one process)."""
+    return load_book(root)
+
+
 def _chapter_link(chapter: str, root: Path = ROOT) -> str:
-    page = load_book(root).pages.get(f"chapters/{chapter}.qmd")
+    page = _book(root).pages.get(f"chapters/{chapter}.qmd")
     title = page.title if page else chapter
     return f"[{title}](chapters/{chapter}.qmd)"
 
@@ -774,7 +794,7 @@ def exercise_count(name: str, root: Path = ROOT) -> int:
 
 def notebooks_markdown(root: Path = ROOT) -> str:
     """Each block's notebooks: the exercise notebook on Colab, and both in the repository."""
-    book = load_book(root)
+    book = _book(root)
     out = []
     for block in blocks(root):
         if block.shown:
@@ -893,6 +913,11 @@ def _parametrized(node: ast.FunctionDef, functions: dict) -> list[tuple[str, str
     return pairs
 
 
+@functools.lru_cache(maxsize=64)
+def _parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text())
+
+
 def stuck_points(checker: str, root: Path = ROOT) -> list[tuple[str, str]]:
     """(the wrong answer, the fragment its hint must contain) for each wrong-answer test of
     `checker` in tests/test_*exercises*.py: where people get stuck, as the tests pin it.
@@ -902,7 +927,7 @@ def stuck_points(checker: str, root: Path = ROOT) -> list[tuple[str, str]]:
     and asserts a hint fragment gives one pair, described by its docstring (or its name)."""
     found: list[tuple[str, str]] = []
     for path in sorted((root / "tests").glob("test_*exercises*.py")):
-        tree = ast.parse(path.read_text())
+        tree = _parsed(path)
         functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         for node in functions.values():
             if not node.name.startswith("test_") or not re.search(
