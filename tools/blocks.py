@@ -104,7 +104,11 @@ class Slot:
 
 
 def load_plan(root: Path = ROOT) -> dict:
-    return yaml.safe_load((root / PLAN_FILE).read_text())
+    """The plan; a course without `workshop/plan.yml` has no blocks and empty plans."""
+    path = root / PLAN_FILE
+    if not path.exists():
+        return {"blocks": [], "one_day": [], "two_day": []}
+    return yaml.safe_load(path.read_text())
 
 
 def blocks(root: Path = ROOT) -> list[Block]:
