@@ -465,3 +465,13 @@ def test_a_chapter_cell_that_imports_pyplnmodels_on_a_part1_install_says_how_to_
     assert "bash scripts/setup.sh --full" in out and "pip install -e '.[compare]'" in out
     assert "other error: ModuleNotFoundError" in out
     assert out.count("scripts/setup.sh --full") == 1  # nothing added for other modules
+
+
+def test_on_colab_the_missing_module_message_gives_a_pip_cell(monkeypatch):
+    import types
+
+    from jaxcourse import optional
+
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    message = optional.missing_compare_message(["pyPLNmodels"], "this cell")
+    assert "%pip install pyPLNmodels 'setuptools<81'" in message and "scripts/" not in message

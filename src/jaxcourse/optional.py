@@ -9,6 +9,7 @@ install (`bash scripts/setup.sh --part1`) gets one clear error saying how to add
 from __future__ import annotations
 
 import importlib.util
+import sys
 
 COMPARE_MODULES = ("pyPLNmodels", "torch")
 """What the `compare` extra of pyproject.toml installs (with `setuptools<81` for pyPLNmodels)."""
@@ -33,9 +34,16 @@ def missing_compare_message(missing, purpose: str = "the comparison with pyPLNmo
     """What to tell a learner whose install lacks `missing` (names from `COMPARE_MODULES`)."""
     missing = list(missing)
     one = len(missing) == 1
+    if "google.colab" in sys.modules:  # Colab preinstalls torch; no scripts/ there
+        return (
+            f"{' and '.join(missing)} {'is' if one else 'are'} not installed, and {purpose} needs "
+            f"{'it' if one else 'them'}. Run `%pip install pyPLNmodels 'setuptools<81'` in a cell, "
+            "then restart the session (Runtime > Restart session)."
+        )
     return (
         f"{' and '.join(missing)} {'is' if one else 'are'} not installed, and {purpose} needs "
-        f"{'it' if one else 'them'} (a Part I install leaves them out). Install the course's "
+        f"{'it' if one else 'them'} (a Part I install leaves out pyPLNmodels and torch). Install "
+        "the course's "
         f"`compare` extra: run `{INSTALL_COMPARE} in the course's environment), then restart the "
         "kernel."
     )
