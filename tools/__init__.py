@@ -11,5 +11,6 @@ Modules:
     quarto_check    static checks of the Quarto project (python -m tools.quarto_check)
     site            the local HTML book in `_site/` when Quarto is missing (python -m tools.site)
     learner         the learner's copy in `my-work/` and the set-up check (scripts/check-setup.sh)
+    install         what scripts/setup.sh installs (Part I or full), torch's index, its import check
     run_course      scripts/course.sh's execution of the chapters, with progress and a summary
 """
