@@ -81,8 +81,18 @@ python -m tools.run_course --log "$log" ${force[@]+"${force[@]}"} ${chapters[@]+
 if [ "$run" -eq 2 ]; then  # a chapter name that does not exist: nothing ran
     exit 2
 fi
-python -m tools.site --executed _executed --out _site >>"$log" 2>&1
-echo "The local book: open $PWD/_site/index.html in a browser."
+# The book is built again only when something it is built from is newer than it.
+newer=""
+if [ -f _site/index.html ]; then
+    newer=$(find _executed chapters resources tools ./*.qmd _quarto.yml -type f -newer _site/index.html \
+        ! -name course.log ! -name .course-state.json ! -path '*/__pycache__/*' 2>/dev/null | head -n 1 || true)
+fi
+if [ -f _site/index.html ] && [ -z "$newer" ]; then
+    echo "The local book is up to date: open $PWD/_site/index.html in a browser."
+else
+    python -m tools.site --executed _executed --out _site >>"$log" 2>&1
+    echo "The local book: open $PWD/_site/index.html in a browser."
+fi
 if [ "$run" -ne 0 ]; then
     echo "Some chapters stopped on an error (above), so the book leaves them out." >&2
     exit 1

@@ -200,3 +200,16 @@ def test_course_sh_logs_the_installer_and_passes_force(tmp_path):
     calls = (tmp_path / "python-calls").read_text().splitlines()
     assert calls[0] == f"-m tools.run_course --log {log} --force jit"
     assert calls[1].startswith("-m tools.site")
+    # The book is newer than everything it is built from: a second run does not build it again.
+    (tmp_path / "_site").mkdir()
+    (tmp_path / "_site" / "index.html").write_text("the book")
+    again = subprocess.run(
+        ["bash", str(tmp_path / "scripts" / "course.sh")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert again.returncode == 0 and "The local book is up to date" in again.stdout
+    calls = (tmp_path / "python-calls").read_text().splitlines()
+    assert calls[2:] == [f"-m tools.run_course --log {log}"]
