@@ -153,7 +153,7 @@ if "google.colab" in sys.modules:
         plugins = cuda_plugins()
         return (installed("jax") == installed("jaxlib") == JAX_VERSION
                 and installed("jaxcourse") == COURSE_VERSION
-                and (len(plugins) == 2 if gpu else not plugins)
+                and (bool(plugins) if gpu else not plugins)
                 and all(installed(name) == JAX_VERSION for name in plugins))
 
     def install(gpu):
