@@ -206,7 +206,9 @@ def check(mode: str) -> str:
     wherever they are installed) and loads oaks; returns one line naming the versions."""
     import importlib.metadata
     import importlib.util
+    import warnings
 
+    warnings.filterwarnings("ignore", message="pkg_resources is deprecated")  # pyPLNmodels'
     names = ["jax", "jaxlib", "optax", "numpy", "scipy", "pandas", "matplotlib", "jaxcourse"]
     optional = ["torch", "pyPLNmodels"]
     for name in optional:
