@@ -481,7 +481,7 @@ def excerpt_text(block: Block, excerpt: Excerpt) -> str:
             out.append("")
         if index in brought:
             section = chapter.section_of(index)
-            where = f" from @{section.id}" if section else ""
+            where = f", from @{section.id}" if section else ""
             out.extend(["", f"*Needed below{where}:*", ""])
         out.append(chapter.lines[index])
         previous = index
