@@ -336,6 +336,8 @@ def test_cuda_asks_for_pypis_build_without_probing(monkeypatch):
 def test_macos_takes_pypis_cpu_wheels_without_probing(monkeypatch):
     monkeypatch.setenv("JAXCOURSE_TORCH_INDEX", "http://192.0.2.1/never-asked")
     assert install.torch_args(system="Darwin") == ([], None)
+    args, message = install.torch_args(cuda=True, system="Darwin")
+    assert args == [] and "no CUDA build for macOS" in message
 
 
 def test_an_installed_torch_of_the_pinned_version_is_kept():

@@ -182,13 +182,19 @@ def torch_args(*, cuda: bool = False, python: str | None = None, system: str | N
         )
     if have is not None and have.split("+", 1)[0] == version:
         return [], None
+    system = system or platform.system()
+    if cuda and system == "Darwin":
+        return (
+            [],
+            f"torch: there is no CUDA build for macOS; pip takes PyPI's torch {version} (CPU).",
+        )
     if cuda:
         return [], (
             f"torch: PyPI's torch {version}, a CUDA build as asked (--cuda): "
             f"{COMPARE_DOWNLOAD_CUDA} to download with the NVIDIA libraries, {FULL_INSTALLED_CUDA} "
             "installed in all."
         )
-    if (system or platform.system()) != "Linux":
+    if system != "Linux":
         return [], None  # PyPI's macOS and Windows wheels are CPU builds
     index = os.environ.get("JAXCOURSE_TORCH_INDEX") or CPU_INDEX
     timeout = float(os.environ.get("JAXCOURSE_PROBE_TIMEOUT") or PROBE_TIMEOUT_S)
