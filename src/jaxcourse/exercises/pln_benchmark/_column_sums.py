@@ -1,0 +1,228 @@
+"""Checkers for the PLN benchmark chapter's exercise on fused column sums: the form that writes
+the product to memory, the fused form, and the bytes the fused form saves."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ...checks import call_answer, exercise_checker, require
+from ...pln.constants import OAKS100_SHAPE
+from .._jaxpr import traced_program
+
+FUSION_SHAPE = OAKS100_SHAPE
+"""The size at which the column-sums checker asks XLA what it writes: oaks stacked 100 times."""
+
+COLUMN_SUMS_SHAPES = ((300, 7), (1, 5), (128, 1))
+"""Shapes whose column sums the checker compares: rows that are no multiple of a block, a single
+row, a single column."""
+
+SAVING_SHAPES = (OAKS100_SHAPE, (4096, 256))
+"""Shapes at which the checker compares the estimated saving with the compiled programs'."""
+
+SAVING_RTOL = 0.05
+"""How close the estimate must come to the difference of the compiled programs' bytes (the
+programs also move a few vectors the size of one row or column, which an estimate may leave out)."""
+
+
+def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
+    """`sums(a, b)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
+    typical one."""
+    blocks = (
+        f"{what} cuts the rows into blocks and fails for {a.shape[0]} rows. Column sums must work "
+        "for any number of rows."
+    )
+    product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
+    numpy = (
+        jax.errors.TracerArrayConversionError,
+        "",
+        "under jit a and b are tracers, which NumPy cannot read: use jnp, not np.",
+    )
+    hints = (numpy,) + tuple(
+        (error_class, fragment, hint)
+        for error_class in (TypeError, ValueError)
+        for fragment, hint in (
+            ("reshape", blocks),
+            ("dot_general", product),
+            ("matmul", product),
+            ("does not match previous terms", product),
+        )
+    )
+    answer = jax.jit(sums) if under_jit else sums
+    how = "under jax.jit" if under_jit else "eagerly"
+    got = call_answer(answer, a, b, what=f"{what} ({how})", hints=hints)
+    require(got is not None, f"{what} must return the column sums of a * b.")
+    require(
+        not isinstance(got, (tuple, list, dict, str)),
+        f"{what} must return one array of column sums, not a {type(got).__name__}.",
+    )
+    return np.asarray(got, np.float64)
+
+
+def _require_column_sums_values(sums, what: str) -> None:
+    """The values of `sums(a, b)` on random float32 arrays of `COLUMN_SUMS_SHAPES`, eagerly and under jit."""
+    rng = np.random.default_rng(5)
+    for shape in COLUMN_SUMS_SHAPES:
+        a, b = (jnp.asarray(rng.normal(size=shape), jnp.float32) for _ in range(2))
+        expected = (np.asarray(a, np.float64) * np.asarray(b, np.float64)).sum(axis=0)
+        for under_jit in (False, True):
+            got = _column_sums_values(sums, a, b, under_jit, what)
+            require(
+                got.shape != (),
+                f"for shape {shape} {what} returned one number: that sums every entry. Column sums add "
+                "over the rows only, one number per column (axis=0).",
+            )
+            require(
+                got.shape != (shape[0],) or shape[0] == shape[1],
+                f"for shape {shape} {what} returned {shape[0]} numbers, one per row: those are row sums. "
+                "Column sums add over the rows, one number per column.",
+            )
+            require(
+                got.shape == expected.shape,
+                f"for shape {shape} {what} must return shape {expected.shape}, got {got.shape}.",
+            )
+            require(
+                np.allclose(got, expected, rtol=1e-5, atol=1e-5),
+                f"for shape {shape}, {'under jit' if under_jit else 'eagerly'}, {what} should give {expected}, got {got}.",
+            )
+
+
+def _operands(shape) -> list:
+    return [jax.ShapeDtypeStruct(shape, jnp.float32)] * 2
+
+
+def _require_not_a_python_loop(sums, what: str) -> None:
+    rows = COLUMN_SUMS_SHAPES[0]
+    n_operations = len(traced_program(sums, *_operands(rows), what=what).jaxpr.eqns)
+    require(
+        n_operations < rows[0],
+        f"{what} adds the rows one by one in a Python loop: jit unrolls it into {n_operations} "
+        f"operations for {rows[0]} rows. Let one jnp operation add up the rows.",
+    )
+
+
+def _require_writes_the_product(sums) -> None:
+    """For `a, b` at `FUSION_SHAPE`, XLA writes an array as large as `a * b` before summing."""
+    from ...hlo import intermediate_arrays
+
+    _require_not_a_python_loop(sums, "sums_through_memory")
+    written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
+    require(
+        bool(written),
+        f"the numbers are right, but for sums_through_memory XLA writes nothing as large as a * b on "
+        f"jax {jax.__version__}: it computes the products inside the summing loop. Make the product "
+        "the operand of an instruction of its own, for example a product with a vector of ones, "
+        "which becomes a dot that reads a * b from memory.",
+    )
+
+
+def _require_one_loop(sums) -> None:
+    """For `a, b` at `FUSION_SHAPE`, XLA writes no array as large as `a * b` before summing."""
+    from ...hlo import intermediate_arrays
+
+    _require_not_a_python_loop(sums, "sums_in_one_loop")
+    written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
+    if not written:
+        return
+    primitives = {
+        eq.primitive.name
+        for eq in traced_program(sums, *_operands(FUSION_SHAPE), what="sums_in_one_loop").jaxpr.eqns
+    }
+    version = f"jax {jax.__version__}"
+    require(
+        not {"reshape", "dot_general"} <= primitives,
+        f"the numbers are right, but to cut a * b into blocks of rows XLA writes it to memory, "
+        f"rearranged (it wrote {written}). On {version} the blocks cost a pass instead of saving one.",
+    )
+    require(
+        "dot_general" not in primitives,
+        f"the numbers are right, but for sums_in_one_loop XLA writes a * b to memory before it sums "
+        f"(it wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
+        "outside the loop that computes a * b. A plain reduction over the rows is fused.",
+    )
+    require(
+        False,
+        f"the numbers are right, but for sums_in_one_loop XLA writes {written} to memory before it sums.",
+    )
+
+
+def _compiled_bytes(sums, shape) -> float:
+    compiled = jax.jit(sums).lower(*_operands(shape)).compile()
+    return float(compiled.cost_analysis()["bytes accessed"])
+
+
+def _reference_forms():
+    """The chapter's two forms: a product with ones (writes a * b) and the plain reduction."""
+    return (lambda a, b: jnp.ones(a.shape[0], a.dtype) @ (a * b)), (
+        lambda a, b: jnp.sum(a * b, axis=0)
+    )
+
+
+def _require_saving(bytes_saved) -> None:
+    """`bytes_saved(n, p, itemsize)` within `SAVING_RTOL` of the difference of the bytes the two
+    compiled forms access, at `SAVING_SHAPES`."""
+    through_memory, one_loop = _reference_forms()
+    for n, p in SAVING_SHAPES:
+        measured = _compiled_bytes(through_memory, (n, p)) - _compiled_bytes(one_loop, (n, p))
+        got = call_answer(bytes_saved, n, p, 4, what="bytes_saved")
+        require(
+            isinstance(got, (int, float, np.integer, np.floating)) and not isinstance(got, bool),
+            f"bytes_saved must return one number of bytes, got {type(got).__name__}.",
+        )
+        got = float(got)
+        if abs(got - measured) <= SAVING_RTOL * measured:
+            continue
+        entries = n * p
+        require(
+            not np.isclose(got, entries * 4, rtol=SAVING_RTOL),
+            f"for n={n}, p={p} you counted writing a * b once ({got:,.0f} bytes). The loop that "
+            "writes it is followed by one that reads it back: the array crosses memory twice.",
+        )
+        require(
+            not np.isclose(got, 2 * entries, rtol=SAVING_RTOL)
+            and not np.isclose(got, entries, rtol=SAVING_RTOL),
+            f"for n={n}, p={p} you returned {got:,.0f}: that counts entries. Count bytes: multiply by itemsize.",
+        )
+        require(
+            got < 3 * entries * 4,
+            f"for n={n}, p={p} you returned {got:,.0f} bytes, more than both forms share: reading a and "
+            "b costs the same in both forms, so it cancels. Count only what the first form moves extra.",
+        )
+        require(
+            False,
+            f"for n={n}, p={p} the compiled programs differ by {measured:,.0f} bytes (cost_analysis' "
+            f"'bytes accessed'); your estimate is {got:,.0f}.",
+        )
+
+
+@exercise_checker("column sums that write the product to memory")
+def check_sums_through_memory(sums_through_memory):
+    """`sums_through_memory(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled
+    so that XLA writes `a * b` to memory before it sums."""
+    require(
+        callable(sums_through_memory),
+        "pass the function itself: check_sums_through_memory(sums_through_memory).",
+    )
+    _require_column_sums_values(sums_through_memory, "sums_through_memory")
+    _require_writes_the_product(sums_through_memory)
+
+
+@exercise_checker("column sums in one loop")
+def check_sums_in_one_loop(sums_in_one_loop):
+    """`sums_in_one_loop(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled so
+    that XLA writes no array as large as `a * b` to memory."""
+    require(
+        callable(sums_in_one_loop),
+        "pass the function itself: check_sums_in_one_loop(sums_in_one_loop).",
+    )
+    _require_column_sums_values(sums_in_one_loop, "sums_in_one_loop")
+    _require_one_loop(sums_in_one_loop)
+
+
+@exercise_checker("the bytes a fused sum saves")
+def check_bytes_saved(bytes_saved):
+    """`bytes_saved(n, p, itemsize)`: the memory traffic the fused column sums of `a * b` save
+    over the form that writes `a * b`, checked against the two compiled programs' `cost_analysis`."""
+    require(callable(bytes_saved), "pass the function itself: check_bytes_saved(bytes_saved).")
+    _require_saving(bytes_saved)

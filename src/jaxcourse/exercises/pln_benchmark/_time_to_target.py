@@ -1,0 +1,41 @@
+"""Checker for the PLN benchmark chapter's exercise on the time to reach a target ELBO."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...checks import call_answer, exercise_checker, require
+
+
+@exercise_checker("time to reach a target ELBO")
+def check_time_to_target(time_to_target):
+    """`time_to_target(elbo, times, target)`: the first time the trace reaches `target`, or None."""
+    require(
+        callable(time_to_target), "pass the function itself: check_time_to_target(time_to_target)."
+    )
+    elbo = np.array([-9.0, -5.0, -6.0, -2.0, -1.0, -3.0])
+    times = np.array([0.5, 1.0, 1.5, 2.0, 2.5, 3.0])
+    cases = [(-5.5, 1.0), (-5.0, 1.0), (-2.5, 2.0), (-1.0, 2.5), (-9.5, 0.5)]
+    for target, expected in cases:
+        got = call_answer(time_to_target, elbo, times, target, what="time_to_target")
+        require(
+            got is None or (not isinstance(got, (tuple, list, dict, str)) and np.ndim(got) == 0),
+            f"return one time (a number) or None; got {type(got).__name__}.",
+        )
+        require(
+            got is not None, f"for target {target} you returned None, but the trace reaches it."
+        )
+        require(
+            not (isinstance(got, (int, np.integer)) and float(got) != expected),
+            f"for target {target} you returned {got}: that looks like an index; return the time "
+            "at that index.",
+        )
+        require(
+            abs(float(got) - expected) < 1e-12,
+            f"for target {target} expected {expected} (the FIRST time the ELBO is at least the "
+            f"target), got {got}. The trace is not monotone: do not use its last crossing.",
+        )
+    require(
+        call_answer(time_to_target, elbo, times, 0.0, what="time_to_target") is None,
+        "a target the trace never reaches must give None, not a time.",
+    )

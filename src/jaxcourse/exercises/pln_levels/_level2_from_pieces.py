@@ -1,0 +1,135 @@
+"""Checker for the PLN levels chapter's Exercise 4: level 2 from level 1's pieces."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from ...checks import (
+    call_answer,
+    close,
+    exercise_checker,
+    require,
+)
+from ...tracecount import count_compilations
+from .._jaxpr import primitive_names, traced_program
+from ._common import _fit_result, _small_data, default_optimizer
+
+LEVEL2_ITERATIONS = 6
+"""Iterations of the checked fits; 1 is tried too."""
+
+SECOND_OPTIMIZER = optax.sgd(1e-3)
+"""A second value of the static optimizer argument, created once (a fresh one would recompile)."""
+
+
+def _counting_optimizer(
+    base: optax.GradientTransformation,
+) -> tuple[optax.GradientTransformation, dict]:
+    """`base`, whose `update` counts its Python calls: in a compiled loop, once per trace."""
+    calls = {"update": 0}
+
+    def update(grads, state, params=None):
+        calls["update"] += 1
+        return base.update(grads, state, params)
+
+    return optax.GradientTransformation(base.init, update), calls
+
+
+def _require_trace_of_level2(fit: Callable, data, n_iter: int, optimizer, expected) -> None:
+    """`fit` gives the first `n_iter` entries of `expected`, level 2's fit with `optimizer`."""
+    from ...pln import level2
+
+    result = call_answer(functools.partial(fit, optimizer=optimizer), data, n_iter, what="fit")
+    result = _fit_result(result, n_iter, "fit")
+    trace, reference = jnp.asarray(result.elbo_trace), expected.elbo_trace[:n_iter]
+    if close(trace, reference, rtol=1e-5, atol=1e-3):
+        require(
+            n_iter != len(expected.elbo_trace)
+            or close(tuple(result.variational), tuple(expected.variational), rtol=1e-4, atol=1e-4),
+            "the ELBO trace is right but the final variational parameters are not: return the "
+            "variational parameters from scan's final carry.",
+        )
+        return
+    require(
+        not close(trace, -reference, rtol=1e-5, atol=1e-3),
+        "your trace holds minus the ELBO: loss_and_grad returns the loss, -ELBO; record -loss.",
+    )
+    later = expected.elbo_trace[1 : n_iter + 1]
+    require(
+        not close(trace[: len(later)], later, rtol=1e-5, atol=1e-3),
+        "your trace is one iteration late: record the ELBO at the parameters each step starts "
+        "from (the loss that loss_and_grad returns), as level 2 does.",
+    )
+    if optimizer is SECOND_OPTIMIZER:
+        default = level2.fit(data, n_iter, optimizer=default_optimizer()).elbo_trace
+        require(
+            not close(trace, default, rtol=1e-5, atol=1e-3),
+            "with optax.sgd you got Adam's trace: use the optimizer argument, not a fixed one.",
+        )
+    require(
+        False,
+        f"with n_iter={n_iter} your ELBO trace differs from level 2's. Each iteration: "
+        "loss_and_grad(variational, params, data), then optimizer_step, then closed_form_step on "
+        "the new variational parameters.",
+    )
+
+
+def _require_one_program(fit: Callable, data) -> None:
+    """The fit is one compiled loop: a scan whose size does not grow with n_iter."""
+    sizes = {}
+    for n_iter in (3, 6):
+        jaxpr = traced_program(
+            lambda d, n_iter=n_iter: fit(d, n_iter, optimizer=SECOND_OPTIMIZER),
+            data,
+            what="fit",
+        )
+        names = primitive_names(jaxpr)
+        require(
+            "scan" in names or "while" in names,
+            "your program has no loop: a Python loop under jit is unrolled, n_iter copies of the "
+            "iteration. Write the loop with jax.lax.scan, as level 2 does.",
+        )
+        sizes[n_iter] = len(names)
+    require(
+        sizes[3] == sizes[6],
+        "your program grows with n_iter: part of the loop is unrolled in Python. "
+        "Put the whole iteration in scan's body.",
+    )
+
+
+@exercise_checker("level 2 from level 1's pieces")
+def check_level2_from_pieces(fit: Callable) -> None:
+    """`fit(data, n_iter, *, optimizer)` must give level 2's ELBO trace and final parameters for
+    several `n_iter` and two optimizers, as one compiled program that traces the loop body once
+    and is not traced again on a second call."""
+    require(callable(fit), "pass the function itself: check_level2_from_pieces(fit).")
+    from ...pln import level2
+
+    data = _small_data()
+    for optimizer, n_iter in ((default_optimizer(), 1), (SECOND_OPTIMIZER, LEVEL2_ITERATIONS)):
+        expected = level2.fit(data, LEVEL2_ITERATIONS, optimizer=optimizer)
+        _require_trace_of_level2(fit, data, n_iter, optimizer, expected)
+    _require_one_program(fit, data)
+    counting, calls = _counting_optimizer(default_optimizer())
+    call_answer(
+        lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)), what="fit"
+    )
+    require(
+        calls["update"] == 1,
+        f"the optimizer's update ran {calls['update']} times in a fit of {LEVEL2_ITERATIONS} "
+        "iterations: the loop runs in Python. Loop with jax.lax.scan, so that the body is traced once.",
+    )
+    with count_compilations() as count:
+        call_answer(
+            lambda: jax.block_until_ready(fit(data, LEVEL2_ITERATIONS, optimizer=counting)),
+            what="fit",
+        )
+    require(
+        count.traces == 0,
+        f"a second call with the same arguments traced {count.traces} time(s): fit is not jitted, so "
+        "every call traces the loop again. Decorate it with jax.jit, with n_iter and optimizer static.",
+    )
