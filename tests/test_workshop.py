@@ -226,3 +226,24 @@ def test_timings_cover_every_block_notebook():
     for block in NOTEBOOK_BLOCKS:
         entry = timings["blocks"][block.id]
         assert set(entry["solutions_s"]) == set(block.exercises)
+
+
+def test_the_notebooks_sync_check_covers_the_block_notebooks(tmp_path, capsys):
+    """`python -m tools.notebooks --check`, the developers' and CI's sync check, fails on a block
+    notebook that no block makes (a course of one chapter, no workshop plan)."""
+    from tools import notebooks
+
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "_quarto.yml").write_text(
+        "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n"
+        "  chapters: [chapters/demo.qmd]\n"
+    )
+    (tmp_path / "chapters" / "demo.qmd").write_text('---\ntitle: "Demo"\n---\n\nText.\n')
+    notebooks.main(["--root", str(tmp_path)])
+    assert notebooks.main(["--check", "--root", str(tmp_path)]) == 0
+    orphan = tmp_path / "notebooks" / blocks.BLOCKS_DIR / "student" / "gone.ipynb"
+    orphan.parent.mkdir(parents=True)
+    orphan.write_text("{}")
+    capsys.readouterr()
+    assert notebooks.main(["--check", "--root", str(tmp_path)]) == 1
+    assert "blocks/student/gone.ipynb" in capsys.readouterr().out

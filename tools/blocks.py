@@ -764,11 +764,12 @@ def plan_markdown(name: str, root: Path = ROOT) -> str:
                 out.append(f"| {when} | {slot.title} | {slot.minutes} | | | | |")
             elif slot.kind == "chapter":
                 chapter = load_chapter(slot.chapter, root)
-                exercises = [s.id for s in chapter.sections if s.title.startswith("Exercise ")]
+                exercises = [s.id for s in chapter.sections if s.title.startswith("Exercise")]
+                numbered = [s for s in exercises if chapter.section(s).level > 2][:2]
                 out.append(
                     f"| {when} | {slot.title}, from {_chapter_link(slot.chapter, root)} | "
                     f"{slot.minutes} (talk, demonstration and exercises) | | | "
-                    f"{_refs(exercises[:2])} | the chapter's |"
+                    f"{_refs(numbered or exercises)} | `student/{slot.chapter}.ipynb` |"
                 )
             else:
                 block = slot.block
