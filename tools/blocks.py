@@ -42,7 +42,7 @@ import nbformat
 import yaml
 
 from tools import colab
-from tools.book import REF, Book, load_book, page_url
+from tools.book import Book, load_book, page_url
 from tools.notebooks import (
     STUDENT_DIR,
     chapter_to_notebook,
@@ -492,28 +492,18 @@ def excerpt_text(block: Block, excerpt: Excerpt) -> str:
 
 
 def colab_url(block: Block, repository: str | None = None) -> str:
-    """Where Colab opens a block's exercise notebook."""
-    repository = repository or colab.REPOSITORY
-    return (
-        f"https://colab.research.google.com/github/{repository}/blob/{REF}/notebooks/"
-        f"{block.notebook(student=True)}"
-    )
-
-
-SAVE_A_COPY = getattr(
-    colab, "SAVE_A_COPY", "In Colab, first choose **File > Save a copy in Drive**, then work there"
-)
+    """Where Colab opens a block's exercise notebook (`tools.colab`'s address for it)."""
+    return colab.colab_url(block.notebook(), repository or colab.REPOSITORY)
 
 
 def _header(block: Block, book: Book, student: bool) -> str:
     page = book.pages.get(block.page)
     chapter = f"{page.prefix} {page.title}" if page and page.prefix else block.chapter
-    badge = "https://colab.research.google.com/assets/colab-badge.svg"
     kind = "exercises" if student else "with solutions"
     count = len(block.exercises)
     return (
         f"# Workshop block: {block.title} ({kind})\n\n"
-        f"{SAVE_A_COPY}: [![Open In Colab]({badge})]({colab_url(block, book.repository)})\n\n"
+        f"{colab.badge_markdown(block.notebook(), book.repository)}\n\n"
         f"A short notebook for one block of the workshop: a few cells of the chapter "
         f"[{chapter}]({page_url(block.page, site=book.site)}) to run together, then "
         f"{count} exercise{'s' if count != 1 else ''}. It runs top to bottom on its own; the "
@@ -807,8 +797,8 @@ def notebooks_markdown(root: Path = ROOT) -> str:
             out.append(f"- **{block.title}**: no notebook; shown from [the website]({url}).")
             continue
         out.append(
-            f"- **{block.title}**: {SAVE_A_COPY}: "
-            f"[open `{block.notebook(True)}` in Colab]({colab_url(block, book.repository)}). "
+            f"- **{block.title}**: "
+            f"{colab.colab_link(block.notebook(), f'open `{block.notebook(True)}` in Colab', book.repository)}. "
             f"On a laptop: `notebooks/{block.notebook(True)}` (exercises) and "
             f"`notebooks/{block.notebook(False)}` (with solutions). "
             f"Exercises: {_refs(block.exercises)}."
