@@ -11,6 +11,16 @@ import numpy as np
 
 from ..checks import CheckFailed, call_answer, describe, exercise_checker, require, require_accepts
 
+HINTS = {
+    "check_abstract_tree": (
+        "jax.tree.map(f, tree) keeps the structure and skips None; f builds one "
+        "jax.ShapeDtypeStruct(shape, dtype) per leaf.",
+        "Take the shape with jnp.shape(leaf) and the dtype with jnp.result_type(leaf), "
+        "which also work for Python numbers (a float becomes float32, an int int32, a bool "
+        "bool); leaf.dtype fails on them, and np.float64 is not what JAX traces with.",
+    ),
+}
+
 
 class _Layer(NamedTuple):
     w: jax.Array

@@ -11,6 +11,27 @@ import numpy as np
 from ..checks import call_answer, close, exercise_checker, require, require_array
 from ._jaxpr import equations, primitive_names, traced_program
 
+HINTS = {
+    "check_log_det_and_trace": (
+        "Factor the covariance once with jnp.linalg.cholesky: L has the log-determinant on "
+        "its diagonal and, with jax.scipy.linalg.cho_solve, gives Sigma^-1 A without a "
+        "second factorisation.",
+        "log det Sigma = 2 * sum(log(diag(L))), never log(det(Sigma)), which overflows or "
+        "underflows in float32; the trace is jnp.trace(cho_solve((L, True), scatter)), not "
+        "a solve, inv or slogdet (each an LU decomposition). Return the pair (log_det, "
+        "trace), in that order.",
+    ),
+    "check_scaled_covariance_elbo": (
+        "pln.closed_form_params(data, variational) gives B-hat and Sigma-hat at the point "
+        "you are given; evaluate pln.elbo there with a ModelParams whose covariance you "
+        "scaled.",
+        "Scale the covariance, not the coefficients, and multiply it by factor (not by "
+        "factor squared, not the variational variances); keep everything in JAX so that a "
+        "traced factor works under jit, and return the ELBO itself (a scalar), not minus "
+        "it.",
+    ),
+}
+
 
 def _spd_matrix(p: int, scale: float, seed: int) -> np.ndarray:
     """A well-conditioned SPD matrix whose determinant is about scale**p."""

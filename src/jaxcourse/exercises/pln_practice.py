@@ -18,6 +18,28 @@ from ..checks import (
     require_callable,
 )
 
+HINTS = {
+    "check_separated_species": (
+        "For each group label (np.unique(groups)), take the rows of that group and ask "
+        "which columns are all zero there; a species is separated when that happens in at "
+        "least one group.",
+        "counts[groups == level].any(axis=0) is False for a column with only zeros in the "
+        "group: combine the groups with any (at least one group), not all, and return the "
+        "column indices in increasing order as a list. A species with no counts anywhere "
+        "counts too; one zero among counts does not.",
+    ),
+    "check_simulate_counts": (
+        "Two random draws, so split the key into two: one for the latent Z "
+        "(jax.random.multivariate_normal with mean X @ B and the covariance), one for "
+        "jax.random.poisson.",
+        "Draw Z jointly with the full covariance (not only its diagonal, which loses the "
+        "correlation), add the offsets inside the exponential, exp(O + Z), and use the key "
+        "you are given (never a fixed one): the same key gives the same table, a new key a "
+        "new one.",
+    ),
+}
+
+
 # Exercise 1 ------------------------------------------------------------------------------------
 
 

@@ -29,6 +29,32 @@ from ..checks import (
 from ..mesh import DATA
 from ._jaxpr import primitive_names, traced_program
 
+HINTS = {
+    "check_psum_from_pieces": (
+        "lax.psum_scatter(block, 'data', tiled=True) leaves each device one slice of the "
+        "sum; lax.all_gather(..., 'data', tiled=True) puts the slices back together.",
+        "Use tiled=True in both (without it the scatter wants a leading axis of size n and "
+        "the gather adds one); gather along the axis you scattered, rows (axis 0). A gather"
+        " of the blocks themselves concatenates them instead of adding them.",
+    ),
+    "check_fsdp_loss": (
+        "Each device holds a slice of each weight matrix: lax.all_gather it back to full "
+        "size, inside the body, before using it.",
+        "W1 is split by rows (all_gather axis=0, tiled=True), W2 by columns (axis=1); the "
+        "biases are whole. The loss is the mean over ALL samples: average the block's mean "
+        "with lax.pmean over 'data' (a psum of the means is n_devices times too large, a "
+        "block mean alone is one device's).",
+    ),
+    "check_ring_all_gather": (
+        "n - 1 calls of lax.ppermute along a ring (device i sends to i + 1) bring every "
+        "block to every device; keep what each step receives.",
+        "After s steps a device holds the block of device (me - s) % n, not of device s: "
+        "put each received block at its owner's position (lax.axis_index gives me) before "
+        "concatenating the rows, and use no all_gather, psum or all_to_all.",
+    ),
+}
+
+
 _PSUM = ("psum", "psum_invariant")
 
 

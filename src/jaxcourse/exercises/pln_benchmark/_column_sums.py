@@ -11,6 +11,31 @@ from ...checks import call_answer, exercise_checker, require
 from ...pln.constants import OAKS100_SHAPE
 from .._jaxpr import traced_program
 
+HINTS = {
+    "check_sums_through_memory": (
+        "XLA fuses an elementwise product into the reduction that reads it, unless the "
+        "reader is an instruction of its own such as a dot: write the column sums as a "
+        "product with a vector of ones.",
+        "jnp.ones(a.shape[0], a.dtype) @ (a * b) sums the columns of a * b through a dot, "
+        "which makes XLA write a * b first; jnp.sum(a * b, axis=0) or a Python loop over "
+        "rows does not. Sum over rows (axis 0), one number per column, for any number of "
+        "rows.",
+    ),
+    "check_sums_in_one_loop": (
+        "Write the plain reduction of the product, and let XLA fuse the multiplication into it.",
+        "jnp.sum(a * b, axis=0): one sum per column (axis 0, not axis 1 or everything), and"
+        " no dot (a vector of ones, jnp.einsum with a matmul, a.T @ b) whose operand XLA "
+        "must write first.",
+    ),
+    "check_bytes_saved": (
+        "Count what the first form does that the second does not: the product a * b, n * p "
+        "entries of itemsize bytes each, goes to memory and comes back.",
+        "It is written once and read once: 2 * n * p * itemsize. Reading a and b is common "
+        "to both forms and cancels; count bytes (times itemsize), not entries.",
+    ),
+}
+
+
 FUSION_SHAPE = OAKS100_SHAPE
 """The size at which the column-sums checker asks XLA what it writes: oaks stacked 100 times."""
 

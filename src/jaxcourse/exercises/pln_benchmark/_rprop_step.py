@@ -8,6 +8,19 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require
 
+HINTS = {
+    "check_rprop_step": (
+        "Work entry by entry with jnp.sign and jnp.where (no Python if, so that it runs "
+        "under jit): compare sign(grad) with prev_sign to get a factor 1.2, 0.5 or 1 for "
+        "the step.",
+        "sign * prev_sign > 0 grows the step, < 0 halves it, == 0 keeps it; clip to [1e-6, "
+        "50] after scaling. Where the sign flipped the entry does not move and remembers 0;"
+        " jnp.sign(0) is 0, so a zero gradient neither moves nor grows. Move against the "
+        "gradient: x - sign * step.",
+    ),
+}
+
+
 RPROP_CASES = (
     # (grad, prev_sign, step): every pair of signs (zeros included), steps at both clip limits
     (

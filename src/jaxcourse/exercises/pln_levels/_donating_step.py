@@ -18,6 +18,19 @@ from ...checks import (
 )
 from ...tracecount import count_compilations
 
+HINTS = {
+    "check_donating_step": (
+        "Write one_step(variational, params, opt_state, data) from level1.loss_and_grad, "
+        "level1.optimizer_step (with pln.ADAM) and level1.closed_form_step, returning -loss"
+        " as the ELBO; then jit it once with jax.jit(..., donate_argnums=...).",
+        "Donate exactly the three state arguments, donate_argnums=(0, 1, 2): the data are "
+        "read by every iteration, so donating them (argument 3) deletes them, and donating "
+        "only the variational parameters leaves the others' buffers unused. The ELBO is the"
+        " one before the update: -loss, not -loss of the new state, and not loss.",
+    ),
+}
+
+
 _STATE_NAMES = ("variational", "params", "opt_state")
 
 

@@ -16,6 +16,18 @@ from ...checks import (
 from ...tracecount import count_compilations
 from ._common import _fit_result, _small_data, default_optimizer
 
+HINTS = {
+    "check_fit_with_learning_rate": (
+        "The optimizer is a static argument of level2.fit: jit's cache key is the optimizer"
+        " object itself, so a new optax.adam(...) at every call compiles the whole fit "
+        "again.",
+        "Make one Adam object per learning rate and hand the same one back every time (a "
+        "dict, or functools.cache on a small function that returns "
+        "optax.adam(learning_rate)); cache the optimizer, never the fit's result, and use "
+        "the learning rate you are given.",
+    ),
+}
+
 
 def _adam_trace(data, n_iter: int, learning_rate: float):
     from ...pln import level2

@@ -19,6 +19,20 @@ from ...tracecount import count_compilations
 from .._jaxpr import primitive_names, traced_program
 from ._common import _fit_result, _small_data, default_optimizer
 
+HINTS = {
+    "check_level2_from_pieces": (
+        "Start from pln.init_variational(data) and level1.closed_form_step for the first "
+        "parameters; the loop's carry is (variational, params, opt_state), with opt_state ="
+        " optimizer.init(variational).",
+        "The scan body calls loss_and_grad, optimizer_step with the optimizer argument, "
+        "then closed_form_step, and returns -loss (the ELBO before the step, not after it "
+        "and not the loss). Jit the whole fit once with static_argnames=('n_iter', "
+        "'optimizer'), and loop with jax.lax.scan(body, carry, length=n_iter), not a Python"
+        " for loop.",
+    ),
+}
+
+
 LEVEL2_ITERATIONS = 6
 """Iterations of the checked fits; 1 is tried too."""
 

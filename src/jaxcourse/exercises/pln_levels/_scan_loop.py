@@ -15,6 +15,16 @@ from ...checks import (
     require,
 )
 
+HINTS = {
+    "check_scan_loop": (
+        "jax.lax.scan(body, init, xs=None, length=n) calls body(carry, x) n times and "
+        "stacks what body returns second: the loop's state is scan's carry.",
+        "The body ignores its second argument and returns step(carry) as it is: (new_state,"
+        " value). Pass length=n_iter (not a fixed number, and not n_iter - 1), and return "
+        "scan's result as it is: the final carry, then the stacked values.",
+    ),
+}
+
 
 def _reference_loop(step, state, n_iter):
     values = []

@@ -17,6 +17,16 @@ from ...checks import (
 )
 from ...memory import memory_figures
 
+HINTS = {
+    "check_donated_state": (
+        "Return jax.jit(step, donate_argnums=...): only a jitted function donates, and the "
+        "state is argument 0.",
+        "Donate the state alone, donate_argnums=0: donating the batch too deletes data the "
+        "caller still needs, and jitting without donation aliases nothing. Do not call step"
+        " yourself or change what it returns.",
+    ),
+}
+
 
 def sgd_step(params, batch):
     """One gradient step of a linear least-squares model: `params` {"w": (d,), "b": ()}, `batch` (x, y)."""

@@ -19,6 +19,15 @@ from ...checks import (
 from ...roofline import cost, cost_of
 from ._common import _scale
 
+HINTS = {
+    "check_intensity": (
+        "jax.jit(fn).lower(*args).compile().cost_analysis() is a dict with 'flops' and "
+        "'bytes accessed'; lowering needs only shapes and dtypes, so do not call fn.",
+        "Compile before reading the costs (the lowered program's are counted before "
+        "fusion), and divide FLOPs BY bytes, not the other way round; return one float.",
+    ),
+}
+
 
 def _elementwise_chain(x):
     return jnp.sum(jnp.sin(x) * 2.0 + jnp.cos(x) ** 2)

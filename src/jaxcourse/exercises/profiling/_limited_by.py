@@ -18,6 +18,17 @@ from ...checks import (
 from ...roofline import Cost, cost_of
 from ._common import _scale
 
+HINTS = {
+    "check_limited_by": (
+        "Compare the program's intensity (FLOPs per byte, as in Exercise 1) with the "
+        "machine's ridge.",
+        "The ridge is peak_flops / bandwidth, in FLOPs per byte; below it the program is "
+        "'memory'-bound, at or above it 'compute'-bound. Compute the intensity of the "
+        "compiled program for this x; the answer depends on the machine, so never a fixed "
+        "string.",
+    ),
+}
+
 
 def _square_matmul(a):
     return a @ a

@@ -22,6 +22,17 @@ from ...checks import (
 from ...memory import memory_figures
 from .._jaxpr import primitive_names, traced_program
 
+HINTS = {
+    "check_low_memory_grad": (
+        "Build your own loss from jax.lax.scan over a checkpointed body, "
+        "jax.checkpoint(wide_body, policy=...), and take jax.grad of it in ws (argnums=1).",
+        "Checkpoint the scan's BODY with jax.checkpoint_policies.nothing_saveable: a "
+        "checkpoint around the whole loss recomputes a forward scan that stores its "
+        "intermediates again, and everything_saveable saves them. The gradient must stay "
+        "exact, in ws, not x0.",
+    ),
+}
+
 
 def wide_body(x, w):
     """One step of the exercise's scan: an (n, m) intermediate from an n-vector and an m-vector."""

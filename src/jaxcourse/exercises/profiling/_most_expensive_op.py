@@ -17,6 +17,16 @@ from ...checks import (
 )
 from ...profiling import TraceEvent, capture, of_kind, read_trace
 
+HINTS = {
+    "check_most_expensive_op": (
+        "Keep the events whose kind is 'thunk', drop each one that contains another thunk, "
+        "then add up duration_us by name and return the name with the largest total.",
+        "Containment needs the same thread as well as start_us <= inner.start_us and "
+        "inner.end_us <= end_us (two threads run at once); sum each name's durations rather"
+        " than taking the longest single event; return None when there is no thunk.",
+    ),
+}
+
 
 def _event(name, start, duration, *, kind="thunk", thread="tf_XLAEigen/1"):
     return TraceEvent(
