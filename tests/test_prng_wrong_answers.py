@@ -5,7 +5,6 @@ import itertools
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
@@ -18,11 +17,6 @@ def _fails_with(verdict, *fragments: str) -> None:
 
 
 # Exercise 1: next_normal(key) -> (new_key, x) ----------------------------------------------
-
-
-def _draw_from_the_key_passed_on(key):
-    new_key, _ = jax.random.split(key)
-    return new_key, jax.random.normal(new_key)
 
 
 def _split_and_draw_from_the_same_key(key):
@@ -59,7 +53,6 @@ def _shape_one(key):
 
 
 WRONG_NEXT_NORMAL = {
-    "draws from the key it passes on": (_draw_from_the_key_passed_on, ("used twice",)),
     "splits the key and draws from it too": (_split_and_draw_from_the_same_key, ("2 times",)),
     "uniform draws": (_uniform, ("jax.random.uniform",)),
     "truncated normal": (_truncated, ("variance",)),
@@ -80,12 +73,6 @@ def test_next_normal_wrong_answer(case):
 
 def _chunks(key, n_chunks, chunk_size, one_chunk):
     return jax.vmap(lambda i: one_chunk(jax.random.fold_in(key, i)))(jnp.arange(n_chunks))
-
-
-def _mean_of_z(key, n_chunks, chunk_size):
-    return _chunks(
-        key, n_chunks, chunk_size, lambda k: jnp.mean(jax.random.normal(k, (chunk_size,)))
-    )
 
 
 def _exp_of_mean(key, n_chunks, chunk_size):
@@ -109,34 +96,38 @@ def _chunk_sums(key, n_chunks, chunk_size):
     )
 
 
-def _one_estimate(key, n_chunks, chunk_size):
-    return jnp.mean(_mean_of_exp(key, n_chunks, chunk_size))
-
-
 def _mean_of_exp(key, n_chunks, chunk_size):
     return _chunks(
         key, n_chunks, chunk_size, lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))
     )
 
 
-def _numpy_draws(key, n_chunks, chunk_size):
-    return jnp.asarray(np.exp(np.random.normal(size=(n_chunks, chunk_size))).mean(axis=1))
-
-
-def _one_key_for_every_chunk(key, n_chunks, chunk_size):
-    return jax.vmap(lambda _: jnp.mean(jnp.exp(jax.random.normal(key, (chunk_size,)))))(
-        jnp.arange(n_chunks)
+def _float_inside(key, n_chunks, chunk_size):
+    return _chunks(
+        key,
+        n_chunks,
+        chunk_size,
+        lambda k: float(jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,))))),
     )
 
 
+_runs = itertools.count()
+
+
+def _run_counter(key, n_chunks, chunk_size):
+    """State kept from one call to the next: each run starts its chunks where the last one ended."""
+    offset = 1000 * next(_runs)
+    return jax.vmap(
+        lambda i: jnp.mean(jnp.exp(jax.random.normal(jax.random.fold_in(key, i), (chunk_size,))))
+    )(jnp.arange(n_chunks) + offset)
+
+
 WRONG_CHUNK_MEANS = {
-    "mean of z, not of exp(z)": (_mean_of_z, ("exp(z)",)),
     "exp of the mean": (_exp_of_mean, ("exp(z)",)),
     "divided by chunk_size - 1": (_divided_by_size_minus_one, ("chunk_size - 1",)),
     "chunk sums, not means": (_chunk_sums, ("you summed exp(z)",)),
-    "the overall estimate only": (_one_estimate, ("one mean per chunk",)),
-    "NumPy's global generator": (_numpy_draws, ("np.random",)),
-    "one key shared by every chunk": (_one_key_for_every_chunk, ("key of its own",)),
+    "float() on a chunk mean": (_float_inside, ("float()",)),
+    "a run counter kept between calls": (_run_counter, ("same key gave different results",)),
 }
 
 
@@ -155,10 +146,6 @@ def _scan_walk(step_keys, draw=jax.random.normal):
         return position, position
 
     return jax.lax.scan(step, 0.0, step_keys)[1]
-
-
-def _cumsum_without_scan(key, n_steps):
-    return jnp.cumsum(jax.vmap(jax.random.normal)(jax.random.split(key, n_steps)))
 
 
 def _one_key_too_many(key, n_steps):
@@ -186,7 +173,6 @@ def _steps_not_positions(key, n_steps):
 
 
 WRONG_RANDOM_WALK = {
-    "cumsum without scan": (_cumsum_without_scan, ("scan",)),
     "split into n_steps + 1 keys": (_one_key_too_many, ("n_steps + 1",)),
     "step keys by fold_in": (_folded_step_keys, ("partitionable off",)),
     "uniform steps": (_uniform_steps, ("uniform",)),

@@ -67,20 +67,16 @@ def test_predict_all_wrong_answer(case):
 # Exercise 2: positive_mean(x), batched by vmap ---------------------------------------------
 
 
-def _python_if_mean(x):
-    count = (x > 0).sum()
-    if count == 0:
-        return 0.0
-    return jnp.where(x > 0, x, 0.0).sum() / count
-
-
 def _nonzero_mean(x):
     return x[jnp.nonzero(x > 0)].mean()
 
 
 WRONG_POSITIVE_MEAN = {
-    "a Python if on the count": (_python_if_mean, ("Python `if`",)),
     "jnp.nonzero without a size": (_nonzero_mean, ("depends on the values",)),
+    "divided by the number of nonzero entries": (
+        lambda x: jnp.where(x > 0, x, 0.0).sum() / jnp.maximum(jnp.count_nonzero(x), 1),
+        ("nonzero entries",),
+    ),
     "every entry summed, divided by the positives": (
         lambda x: x.sum() / jnp.maximum((x > 0).sum(), 1),
         ("the negative ones too",),
@@ -136,13 +132,13 @@ WRONG_PAIRWISE = {
         ("one array of shape",),
     ),
     "a Python loop around one vmap": (_loop_of_vmap, ("Python loop",)),
+    "inner vmap over the coordinates of x": (
+        lambda xs, ys: jax.vmap(jax.vmap(sq_dist, in_axes=(0, None)), in_axes=(0, None))(xs, ys),
+        ("got an array of shape (5, 3)",),
+    ),
     "both levels map both arguments": (
         lambda xs, ys: jax.vmap(jax.vmap(sq_dist))(xs, ys),
         ("pairs xs[i] with ys[i]",),
-    ),
-    "outer over ys, inner over xs": (
-        lambda xs, ys: jax.vmap(jax.vmap(sq_dist, in_axes=(0, None)), in_axes=(None, 0))(xs, ys),
-        ("transposed",),
     ),
     "absolute differences": (
         lambda xs, ys: jax.vmap(

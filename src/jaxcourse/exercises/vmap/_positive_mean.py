@@ -96,6 +96,11 @@ def check_positive_mean(positive_mean) -> None:
                     "positive entries: sum only the positive ones, jnp.where(x > 0, x, 0.0).sum().",
                 ),
                 (
+                    _POSITIVE_MEAN_ROWS.clip(min=0).sum(axis=1) / nonzero_count,
+                    "you divided by the number of nonzero entries (jnp.count_nonzero), which counts "
+                    "the negative ones too: divide by the number of positive entries, (x > 0).sum().",
+                ),
+                (
                     np.abs(_POSITIVE_MEAN_ROWS).sum(axis=1) / nonzero_count,
                     "this is the mean of the absolute values of the nonzero entries: negative "
                     "entries must not count at all, neither in the sum nor in the count.",
