@@ -48,6 +48,23 @@ def _expected_dtype(leaf) -> np.dtype:
     return np.dtype(jnp.result_type(leaf))  # Python scalars: JAX's default float32 / int32
 
 
+_NUMBER_HINTS = (
+    (
+        AttributeError,
+        "object has no attribute",
+        "abstract_tree read .shape or .dtype of a leaf that has neither: the tree holds Python "
+        "numbers (and None). jnp.shape(leaf) and jnp.result_type(leaf) work for every leaf.",
+    ),
+)
+
+
+def _none_made_a_leaf(tree, answer) -> bool:
+    """Whether `answer` has the structure of `tree` with its Nones counted as leaves."""
+    is_none = lambda x: x is None  # noqa: E731
+    with_nones = jax.tree.structure(tree, is_leaf=is_none)
+    return jax.tree.structure(answer) == with_nones and with_nones != jax.tree.structure(tree)
+
+
 def _shape_and_dtype(abstract, case: str) -> tuple[tuple, np.dtype]:
     """The shape (a tuple) and NumPy dtype of an answer's leaf; a hint when they are no such thing."""
     try:
@@ -64,9 +81,15 @@ def check_abstract_tree(abstract_tree: Callable) -> None:
     """Checks `abstract_tree(tree)`: the same tree with a `jax.ShapeDtypeStruct` for every leaf."""
     require_accepts(abstract_tree, {"w": jnp.ones(2)}, what="abstract_tree")
     for case, tree in _trees().items():
-        answer = call_answer(abstract_tree, tree, what="abstract_tree")
+        answer = call_answer(abstract_tree, tree, what="abstract_tree", hints=_NUMBER_HINTS)
         leaves, treedef = jax.tree.flatten(tree)
         answer_leaves, answer_treedef = jax.tree.flatten(answer)
+        require(
+            answer_treedef == treedef or not _none_made_a_leaf(tree, answer),
+            f"for {case}, None became a leaf with an abstract value of its own: None is an empty "
+            "subtree, not a leaf. Keep it as None (jax.tree.map skips it unless is_leaf says "
+            "otherwise).",
+        )
         require(
             answer_treedef == treedef,
             f"for {case}, the answer should keep the tree's structure (its treedef, {treedef}), got "
@@ -89,11 +112,17 @@ def check_abstract_tree(abstract_tree: Callable) -> None:
                 shape == np.shape(leaf),
                 f"for {case}, a leaf of shape {np.shape(leaf)} got shape {shape}.",
             )
+            expected = _expected_dtype(leaf)
+            numpy_default = isinstance(leaf, (int, float)) and dtype == np.asarray(leaf).dtype
             require(
-                dtype == _expected_dtype(leaf),
-                f"for {case}, the leaf {leaf!r} should have dtype {_expected_dtype(leaf)}, not {abstract.dtype}: "
-                "JAX computes Python floats in float32 and Python ints in int32 (NumPy's float64 and int64 "
-                "are not what jit would trace). Use jnp.result_type(leaf) or jnp.asarray(leaf).dtype.",
+                dtype == expected,
+                f"for {case}, the leaf {leaf!r} should have dtype {expected}, not {abstract.dtype}: "
+                + (
+                    "that is NumPy's dtype for a Python number; JAX computes Python floats in "
+                    "float32 and Python ints in int32. Use jnp.result_type(leaf)."
+                    if numpy_default
+                    else "take each leaf's own dtype, jnp.result_type(leaf), rather than a fixed one."
+                ),
             )
         try:  # what abstract values are for: compiling without data
             jax.jit(lambda t: jax.tree.map(lambda v: v * 2, t)).lower(answer)
