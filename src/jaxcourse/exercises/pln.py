@@ -112,6 +112,24 @@ def _require_trace_close(got: float, matrix: np.ndarray, scatter: np.ndarray, ho
         f"your trace term ({how}) is tr(Sigma scatter); the ELBO needs tr(Sigma^-1 scatter): solve "
         "with the factor, jax.scipy.linalg.cho_solve((L, True), scatter).",
     )
+    tolerance = 1e-3 * max(1.0, abs(expected))
+    chol = np.linalg.cholesky(matrix)
+    require(
+        abs(got - np.trace(scatter)) > tolerance,
+        f"your trace term ({how}) is tr(scatter), {got:.4f}: Sigma^-1 is missing. The ELBO needs "
+        "tr(Sigma^-1 scatter), with Sigma^-1 scatter = cho_solve((L, True), scatter).",
+    )
+    require(
+        abs(got - np.trace(np.linalg.solve(chol, scatter))) > tolerance,
+        f"your trace term ({how}) is tr(L^-1 scatter), one triangular solve: Sigma^-1 = L'^-1 L^-1 "
+        "needs two (cho_solve((L, True), scatter) does both).",
+    )
+    upper_read = np.linalg.solve(np.triu(chol).T @ np.triu(chol), scatter)
+    require(
+        abs(got - np.trace(upper_read)) > tolerance,
+        f"your trace term ({how}) solves with the factor's upper triangle: jnp.linalg.cholesky "
+        "returns the LOWER factor L, so pass cho_solve((L, True), scatter), not (L, False).",
+    )
     require(
         False,
         f"for a {matrix.shape[0]}x{matrix.shape[0]} matrix ({how}) the trace term is {got:.4f}, expected "
@@ -165,6 +183,13 @@ def check_log_det_and_trace(log_det_and_trace: Callable) -> None:
         args = (jnp.asarray(matrix, dtype=jnp.float32), jnp.asarray(scatter, dtype=jnp.float32))
         for how in ("eagerly", "under jit"):
             log_det, trace = _pair(log_det_and_trace, *args, how)
+            expected = np.linalg.slogdet(matrix)[1], np.trace(np.linalg.solve(matrix, scatter))
+            require(
+                not np.allclose((trace, log_det), expected, rtol=1e-3)
+                or np.allclose(expected[0], expected[1], rtol=1e-3),
+                f"for a {p}x{p} matrix ({how}) you returned (trace, log-determinant): the pair is "
+                "(log det Sigma, tr(Sigma^-1 scatter)), in that order.",
+            )
             _require_log_det_close(log_det, matrix, how)
             _require_trace_close(trace, matrix, scatter, how)
 
@@ -214,11 +239,37 @@ def _require_scaled_elbo(got, data, variational, factor: float, how: str) -> Non
         ),
         f"{at} you scaled the coefficients B too: keep B at its closed form, scale only Sigma.",
     )
+    from ..pln import ModelParams, Variational, closed_form_params, elbo
+
+    best = closed_form_params(data, variational)
+    p = best.covariance.shape[0]
+    slips = (
+        (factor**2 * best.covariance, best.coef, variational, "multiplied Sigma by factor ** 2"),
+        (factor * jnp.eye(p), best.coef, variational, "used factor * I: Sigma-hat is missing"),
+        (best.covariance + factor, best.coef, variational, "added the factor to Sigma"),
+        (
+            factor * best.covariance,
+            jnp.zeros_like(best.coef),
+            variational,
+            "left the coefficients at zero: B is closed_form_params' coef",
+        ),
+        (
+            best.covariance,
+            best.coef,
+            Variational(variational.latent_mean, variational.latent_sqrt_var * np.sqrt(factor)),
+            "scaled the variational variances S**2: scale the model's covariance Sigma instead",
+        ),
+    )
+    for covariance, coef, point, what in slips:
+        require(
+            not close(got, elbo(data, point, ModelParams(coef, covariance)), rtol=1e-4, atol=1e-3),
+            f"{at} you {what}. The exercise asks for the ELBO at (B-hat, factor * Sigma-hat).",
+        )
     require(
         False,
-        f"{at} expected ELBO {float(expected):.4f}, got {got}. Compute closed_form_params(data, "
-        "variational) at the point you are given (not at a fixed start), then "
-        "pln.elbo(data, variational, ModelParams(coef, factor * covariance)).",
+        f"{at} expected ELBO {float(expected):.4f}, got {got}: the ELBO at (B-hat, "
+        "factor * Sigma-hat). Are both from closed_form_params(data, variational) at the point you "
+        "are given (not at one seen before), and is the covariance factor * Sigma-hat?",
     )
 
 
