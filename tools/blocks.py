@@ -721,6 +721,10 @@ def _book(root: Path) -> Book:
     return load_book(root)
 
 
+def _duration(minutes: int) -> str:
+    return f"{minutes // 60} h" + (f" {minutes % 60:02d} min" if minutes % 60 else "")
+
+
 def _chapter_link(chapter: str, root: Path = ROOT) -> str:
     page = _book(root).pages.get(f"chapters/{chapter}.qmd")
     title = page.title if page else chapter
@@ -776,7 +780,7 @@ def plan_markdown(name: str, root: Path = ROOT) -> str:
                 )
         teaching = sum(slot.minutes for slot in day if slot.kind != "break")
         out.append(
-            f"\nIn all {_clock(clock)} hours, {_clock(teaching)} of them teaching; the longest "
+            f"\nIn all {_duration(clock)}, of which {_duration(teaching)} teaching; the longest "
             f"stretch without a break is {max(stretches(day))} minutes.\n"
         )
     return "\n".join(out)
@@ -973,7 +977,7 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
                 for exercise, seconds in measured["solutions_s"].items()
             )
             out.append(
-                f"- **Timings** (on {timings['machine']}): the exercise notebook runs top to bottom "
+                f"- **Timings** (measured with {timings['machine']}): the exercise notebook runs top to bottom "
                 f"in {measured['student_notebook_s']:.0f} s, the solution notebook in "
                 f"{measured['solution_notebook_s']:.0f} s (warmed: "
                 f"{measured.get('warm_cache_solution_notebook_s', float('nan')):.0f} s); reference "
@@ -1005,7 +1009,7 @@ def cache_markdown(root: Path = ROOT) -> str:
         return "(No timings yet: run `python -m tools.blocks --time`.)"
     return "\n".join(
         [
-            f"Measured on {timings['machine']}:\n",
+            f"Measured with {timings['machine']}:\n",
             "| Block notebook (with solutions) | Empty cache | Warmed cache |",
             "|---|---|---|",
             *rows,
