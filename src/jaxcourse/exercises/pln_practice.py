@@ -63,6 +63,9 @@ def _separation_cases() -> list[tuple[str, np.ndarray, np.ndarray]]:
     counts[groups == "c", 4] = 0  # zeros in two groups, seen in the third
     counts[:, 5] = np.maximum(counts[:, 5], 1)  # seen everywhere
     counts[0, 0] = 0  # one zero, in a group where the species is seen elsewhere
+    rare = np.maximum(rng.poisson(2.0, size=(12, 1)), 1)
+    rare[groups == "b", 0] = [0, 0, 1, 0]  # seen once in group b: mostly zeros, not separated
+    counts = np.hstack([counts, rare])
     single = rng.poisson(3.0, size=(7, 3)) + 1
     single_groups = np.array([0, 0, 0, 1, 1, 1, 2])  # group 2 holds one sample
     single[6, 2] = 0
@@ -102,10 +105,30 @@ def check_separated_species(separated_species: Callable) -> None:
     require_callable(separated_species, "separated_species")
     for name, counts, groups in _separation_cases():
         expected = reference_separated_species(counts, groups)
+        strings = np.asarray(groups).dtype.kind in "US"
+        hints = tuple(
+            (
+                error,
+                "",
+                f"separated_species raised on {name} (labels {sorted(set(groups.tolist()))}): "
+                "labels may be strings, so loop over np.unique(groups) rather than numbering the "
+                "groups 0, 1, 2, ...",
+            )
+            for error in ((TypeError, ValueError) if strings else ())
+        )
         result = call_answer(
-            separated_species, counts, groups, what="separated_species(counts, groups)"
+            separated_species,
+            counts,
+            groups,
+            what="separated_species(counts, groups)",
+            hints=hints,
         )
         found = _as_indices(result, "separated_species(counts, groups)")
+        require(
+            found != [j + 1 for j in expected],
+            f"with {name} you returned {found}, each index one too large: column indices count "
+            f"from 0, as np.flatnonzero gives them; expected {expected}.",
+        )
         never_seen = [j for j in expected if not counts[:, j].any()]
         require(
             set(never_seen) <= set(found),
@@ -202,14 +225,46 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
         + np.diag(np.asarray(covariance)) / 2
     )
     relative = counts.mean(axis=0) / expected.mean(axis=0) - 1.0
+    without_variance = np.exp(np.asarray(offsets) + np.asarray(covariates) @ np.asarray(coef))
+    too_small = np.all(np.abs(counts.mean(axis=0) / without_variance.mean(axis=0) - 1.0) < 0.08)
     require(
         np.all(np.abs(relative) < 0.08),
-        f"the mean counts are off by {np.round(100 * relative, 1)} % from E[Y] = exp(O + XB + diag(Sigma)/2): draw the "
-        "latent Z around XB with covariance Sigma, then Y from exp(O + Z) (a Poisson of exp(O + XB) alone is too small).",
+        f"the mean counts are off by {np.round(100 * relative, 1)} % from E[Y] = exp(O + XB + "
+        "diag(Sigma)/2), "
+        + (
+            "and match exp(O + XB): a Poisson of exp(O + XB) alone is too small, the latent Z "
+            "carries no variance. Draw Z around XB with covariance Sigma, then Y from exp(O + Z)."
+            if too_small
+            else "which holds when the latent Z_i has mean X_i B and covariance Sigma; yours do "
+            "not. jax.random.multivariate_normal(key, X @ B, Sigma) draws Z with that covariance "
+            "(a standard normal times L, for Sigma = L L', is E @ L.T, not E @ L; Sigma's "
+            "diagonal holds variances, not standard deviations)."
+        ),
     )
     correlation = np.corrcoef(counts[:, 0], counts[:, 1])[0, 1]
     require(
         correlation > 0.2,
         f"species 0 and 1 have latent correlation 0.8 but their counts correlate {correlation:.2f}: draw Z_i jointly "
         "from N(X_i B, Sigma) (jax.random.multivariate_normal), not each species on its own.",
+    )
+    _require_poisson_noise(simulate_counts, what)
+
+
+def _require_poisson_noise(simulate_counts: Callable, what: str) -> None:
+    """With Sigma close to 0 and one rate per species, the counts are Poisson: variance = mean."""
+    covariates = jnp.ones((_N_DRAWS, 1), jnp.float32)
+    offsets = jnp.zeros((_N_DRAWS, 3), jnp.float32)
+    coef = jnp.log(jnp.asarray([[3.0, 5.0, 1.5]], jnp.float32))
+    covariance = 1e-6 * jnp.eye(3, dtype=jnp.float32)
+    counts = call_answer(
+        simulate_counts, jax.random.key(5), covariates, offsets, coef, covariance, what=what
+    )
+    counts = np.asarray(counts, dtype=np.float64)
+    dispersion = counts.var(axis=0) / counts.mean(axis=0)
+    require(
+        np.all(np.abs(dispersion - 1.0) < 0.2),
+        f"with Sigma close to 0 and the same rate for every sample, a Poisson count's variance "
+        f"equals its mean; yours are {np.round(counts.var(axis=0), 2)} for means "
+        f"{np.round(counts.mean(axis=0), 2)}: draw Y with jax.random.poisson(key, rate), not by "
+        "rounding the rate.",
     )
