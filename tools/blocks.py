@@ -952,13 +952,24 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
         chapter = load_chapter(block.chapter, root)
         shown = [s for s in block.demonstrate if s.startswith("sec-")]
         tops = {chapter.top_section(chapter.section(s)).id for s in (*shown, *block.exercises)}
-        skip = [
-            s.id
-            for s in chapter.sections
-            if s.level == 2
-            and s.id not in tops
-            and not s.id.endswith(("-objectives", "-summary", "-further-reading", "-further"))
-        ]
+        chosen = {*shown, *block.exercises}
+        exercise_tops = {
+            s.id for s in chapter.sections if s.level == 2 and s.title.startswith("Exercise")
+        }
+        skip, others = [], []
+        for s in chapter.sections:
+            top = chapter.top_section(s).id
+            if s.id in chosen or s.id.endswith(
+                ("-objectives", "-summary", "-further-reading", "-further", "-reading")
+            ):
+                continue
+            if top in exercise_tops:
+                if s.level > 2:
+                    others.append(s.id)
+            elif s.level == 2 and s.id not in tops:
+                skip.append(s.id)
+            elif s.level > 2 and top in tops and s.id not in tops:
+                skip.append(s.id)  # a part of a section the block shows only in part
         minutes = block.minutes
         out.append(f"### {block.title}\n")
         out.append(
@@ -968,6 +979,8 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
         )
         out.append(f"- **Demonstrate**: {_refs(block.demonstrate)}.")
         out.append(f"- **Skip** (reading for later): {_refs(skip)}.")
+        if others:
+            out.append(f"- **The chapter's other exercises** (homework): {_refs(others)}.")
         measured = timings["blocks"].get(block.id)
         if block.shown:
             out.append("- **Timings**: none; nothing runs live.")
