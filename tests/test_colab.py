@@ -170,7 +170,7 @@ class FakeColab:
         for requirement in requirements:
             if command == "uninstall":
                 del self.packages[requirement]
-            elif requirement.startswith("jaxcourse @ "):
+            elif requirement.startswith(("jaxcourse @ ", "jaxcourse[compare] @ ")):
                 self.packages["jaxcourse"] = notebook_setup.COURSE_VERSION
             elif "==" not in requirement:
                 continue  # a bound (setuptools<81): Colab's version satisfies it
@@ -358,3 +358,12 @@ def test_banner_warns_only_when_a_gpu_is_present_but_jax_uses_the_cpu(
     assert line.endswith(GPU_UNUSED_WARNING) is (gpu_listed and backend == "cpu")
     if gpu_listed and backend == "cpu":
         assert "a GPU is present but JAX is computing on the CPU" in line and "setup cell" in line
+
+
+def test_setup_cell_installs_part_two_s_comparison_but_keeps_colabs_torch():
+    """Part II's notebooks compare with pyPLNmodels (the `compare` extra). Colab preinstalls
+    torch, which satisfies pyPLNmodels, so the cell pins pyPLNmodels and never asks for torch."""
+    assert notebook_setup.COURSE_REQUIREMENT.startswith("jaxcourse[compare] @ git+")
+    pinned = notebook_setup.pinned_dependencies()
+    assert "pyPLNmodels==1.0.10" in pinned
+    assert not any(pin.lower().startswith("torch") for pin in pinned)

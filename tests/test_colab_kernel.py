@@ -51,7 +51,7 @@ def run(args, **kwargs):
         log.write(" ".join(args[3:]) + "\\n")
     installed = packages()
     for requirement in args[4:]:
-        if requirement.startswith("jaxcourse @ "):
+        if requirement.startswith(("jaxcourse @ ", "jaxcourse[compare] @ ")):
             installed["jaxcourse"] = {course!r}
         elif "==" in requirement:
             name, pinned = requirement.split("==")

@@ -71,8 +71,9 @@ def colab_link(
 
 
 def course_requirement(repository: str = REPOSITORY, ref: str = REF) -> str:
-    """What the Colab setup cell asks pip for to install the course package: its release tag."""
-    return f"jaxcourse @ git+https://github.com/{repository}@{ref}"
+    """What the Colab setup cell asks pip for to install the course package: its release tag,
+    with the `compare` extra (pyPLNmodels, for Part II; Colab's own torch satisfies it)."""
+    return f"jaxcourse[compare] @ git+https://github.com/{repository}@{ref}"
 
 
 COURSE_REQUIREMENT = course_requirement()
@@ -84,11 +85,13 @@ def _canonical(name: str) -> str:
 
 
 def pinned_dependencies(root: Path = ROOT) -> list[str]:
-    """The course package's dependencies at requirements.txt's versions (jax and jaxlib aside):
-    what CI tests, so that every learner in a room gets the same versions."""
+    """The course package's dependencies, the `compare` extra's included, at requirements.txt's
+    versions (jax and jaxlib aside, and torch, which Colab preinstalls): what CI tests, so that
+    every learner in a room gets the same versions."""
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    names = {_canonical(re.match(r"[A-Za-z0-9._-]+", d)[0]) for d in project["dependencies"]}
-    names -= {"jax", "jaxlib"}
+    wanted = project["dependencies"] + project["optional-dependencies"]["compare"]
+    names = {_canonical(re.match(r"[A-Za-z0-9._-]+", d)[0]) for d in wanted}
+    names -= {"jax", "jaxlib", "torch"}  # Colab's preinstalled torch serves pyPLNmodels
     pins = {}
     for line in (root / "requirements.txt").read_text().splitlines():
         match = re.match(r"([A-Za-z0-9._-]+)\s*([=<>!~].*)$", line.split("#")[0].strip())
