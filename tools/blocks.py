@@ -986,8 +986,9 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
             out.append("- **Timings**: none; nothing runs live.")
         elif measured:
             solutions = ", ".join(
-                f"@{exercise} {seconds:.1f} s"
-                for exercise, seconds in measured["solutions_s"].items()
+                f"@{exercise} {measured['solutions_s'][exercise]:.1f} s"
+                for exercise in block.exercises
+                if exercise in measured["solutions_s"]
             )
             out.append(
                 f"- **Timings** (measured with {timings['machine']}): the exercise notebook runs top to bottom "
