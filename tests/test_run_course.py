@@ -213,3 +213,28 @@ def test_course_sh_logs_the_installer_and_passes_force(tmp_path):
     assert again.returncode == 0 and "The local book is up to date" in again.stdout
     calls = (tmp_path / "python-calls").read_text().splitlines()
     assert calls[2:] == [f"-m tools.run_course --log {log}"]
+
+
+def test_a_part_one_install_runs_part_one_only(tmp_path, monkeypatch, capsys):
+    """On a `setup.sh --part1` install (no pyPLNmodels), course.sh with no chapter named runs
+    Part I's chapters and the glossary, and says why in one line; named chapters run as asked."""
+    for name in ("jit", "vmap", "pln-model", "glossary"):
+        (tmp_path / "notebooks").mkdir(exist_ok=True)
+        (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
+    (tmp_path / "_quarto.yml").write_text(
+        "book:\n  chapters:\n    - index.qmd\n"
+        "    - part: One\n      chapters: [chapters/jit.qmd, chapters/vmap.qmd]\n"
+        "    - part: Two\n      chapters: [chapters/pln-model.qmd]\n"
+        "  appendices: [workshop.qmd, chapters/glossary.qmd]\n"
+    )
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "jaxcourse-install").write_text("part1\n")
+    asked = []
+    monkeypatch.setattr(
+        run_course, "run_course", lambda root, names, **kwargs: asked.append(names) or []
+    )
+    assert run_course.main(["--root", str(tmp_path)]) == 0
+    assert asked == [["jit", "vmap", "glossary"]]
+    assert "Part I's chapters only" in capsys.readouterr().out
+    assert run_course.main(["--root", str(tmp_path), "pln-model"]) == 0
+    assert asked[-1] == ["pln-model"]

@@ -40,6 +40,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from tools.install import installed_mode
+
 EXECUTED = "_executed"
 """Where the executed notebooks go (git-ignored); `tools.site` builds the local book from them."""
 
@@ -279,6 +281,21 @@ def run_course(
     return results
 
 
+def part_one_chapters(root: Path) -> list[str]:
+    """The names of Part I's chapters (the book's first part in _quarto.yml) and the glossary:
+    what a Part I install can run (Part II compares with pyPLNmodels, which it leaves out)."""
+    import yaml
+
+    entries = yaml.safe_load((root / "_quarto.yml").read_text())["book"]
+    parts = [entry for entry in entries["chapters"] if isinstance(entry, dict) and "part" in entry]
+    pages = parts[0]["chapters"] + [p for p in entries.get("appendices", []) if "glossary" in p]
+    return [
+        Path(page).stem
+        for page in pages
+        if (root / "notebooks" / f"{Path(page).stem}.ipynb").is_file()
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", help="names of notebooks/*.ipynb (default: all)")
@@ -298,6 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.log is None:  # run alone: a fresh log (course.sh passes its own, the set-up's in it)
         (args.root / EXECUTED).mkdir(exist_ok=True)
         (args.root / EXECUTED / "course.log").write_text("")
+    if not names and installed_mode(args.root) == "part1":
+        names = part_one_chapters(args.root)
+        print(
+            "A Part I install (scripts/setup.sh --part1): running Part I's chapters only; "
+            "bash scripts/setup.sh --full adds what Part II needs."
+        )
     results = run_course(args.root, names, force=args.force, log_path=args.log)
     return 1 if any(r.status == "failed" for r in results) else 0
 
