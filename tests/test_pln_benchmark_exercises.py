@@ -367,7 +367,7 @@ def test_time_to_target_strict_comparison_fails_on_a_tie():
         return float(times[reached[0]]) if reached.size else None
 
     verdict = exercises.check_time_to_target(strict)
-    assert not verdict and "FIRST time" in verdict.message
+    assert not verdict and "(>=, not >)" in verdict.message
 
 
 def test_time_to_target_argmax_without_a_check_fails():

@@ -9,7 +9,7 @@ import numpy as np
 
 from ...checks import call_answer, exercise_checker, require
 from ...pln.constants import OAKS100_SHAPE
-from .._jaxpr import traced_program
+from .._jaxpr import equations, traced_program
 
 HINTS = {
     "check_sums_through_memory": (
@@ -107,6 +107,20 @@ def _require_column_sums_values(sums, what: str) -> None:
                 got.shape == expected.shape,
                 f"for shape {shape} {what} must return shape {expected.shape}, got {got.shape}.",
             )
+            how = "under jit" if under_jit else "eagerly"
+            if np.allclose(got, expected, rtol=1e-5, atol=1e-5):
+                continue
+            a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            require(
+                not np.allclose(got, expected / shape[0], rtol=1e-4, atol=1e-6),
+                f"for shape {shape}, {how}, {what} returned the column MEANS of a * b: the "
+                "exercise asks for their sums (no division by the number of rows).",
+            )
+            require(
+                not np.allclose(got, a64.sum(axis=0) * b64.sum(axis=0), rtol=1e-4, atol=1e-4),
+                f"for shape {shape}, {how}, {what} multiplied the column sums of a and of b: "
+                "sum the products a * b, which is not the product of the sums.",
+            )
             require(
                 np.allclose(got, expected, rtol=1e-5, atol=1e-5),
                 f"for shape {shape}, {'under jit' if under_jit else 'eagerly'}, {what} should give {expected}, got {got}.",
@@ -127,11 +141,32 @@ def _require_not_a_python_loop(sums, what: str) -> None:
     )
 
 
+def _require_elementwise_product(sums, what: str) -> None:
+    """The program multiplies a by b entry by entry (a `mul`), rather than through a matrix
+    product such as diag(a' b), which has the same values and p times the arithmetic."""
+    shape = COLUMN_SUMS_SHAPES[0]
+    jaxpr = traced_program(sums, *_operands(shape), what=what)
+    size = shape[0] * shape[1]
+    matrix_products = [
+        eqn
+        for eqn in equations(jaxpr)
+        if eqn.primitive.name == "dot_general"
+        and all(np.prod(getattr(v.aval, "shape", ())) == size for v in eqn.invars)
+    ]
+    require(
+        not matrix_products,
+        f"the numbers are right, but {what} multiplies the two whole matrices, never a by b entry "
+        "by entry: a matrix product such as diag(a' b) has the same values, through a p x p product (p times the "
+        "arithmetic) that never forms a * b. Compute a * b, then add up its rows.",
+    )
+
+
 def _require_writes_the_product(sums) -> None:
     """For `a, b` at `FUSION_SHAPE`, XLA writes an array as large as `a * b` before summing."""
     from ...hlo import intermediate_arrays
 
     _require_not_a_python_loop(sums, "sums_through_memory")
+    _require_elementwise_product(sums, "sums_through_memory")
     written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
     require(
         bool(written),
@@ -147,6 +182,7 @@ def _require_one_loop(sums) -> None:
     from ...hlo import intermediate_arrays
 
     _require_not_a_python_loop(sums, "sums_in_one_loop")
+    _require_elementwise_product(sums, "sums_in_one_loop")
     written = intermediate_arrays(sums, *_operands(FUSION_SHAPE), shape=FUSION_SHAPE)
     if not written:
         return
@@ -251,3 +287,19 @@ def check_bytes_saved(bytes_saved):
     over the form that writes `a * b`, checked against the two compiled programs' `cost_analysis`."""
     require(callable(bytes_saved), "pass the function itself: check_bytes_saved(bytes_saved).")
     _require_saving(bytes_saved)
+    n, p = SAVING_SHAPES[0]
+    for itemsize in (2, 8):
+        got = call_answer(bytes_saved, n, p, itemsize, what="bytes_saved")
+        expected = 2 * n * p * itemsize
+        require(
+            isinstance(got, (int, float, np.integer, np.floating))
+            and abs(float(got) - expected) <= SAVING_RTOL * expected,
+            f"for n={n}, p={p} and itemsize={itemsize} (bfloat16 or float64 entries) you returned "
+            f"{got!r}, "
+            + (
+                "the same as for float32's 4 bytes: use the itemsize argument, not a fixed 4."
+                if isinstance(got, (int, float, np.integer, np.floating))
+                and np.isclose(float(got), expected / itemsize * 4)
+                else f"expected {expected:,}: the saving grows in proportion to itemsize."
+            ),
+        )

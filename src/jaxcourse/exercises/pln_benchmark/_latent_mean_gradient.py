@@ -41,7 +41,11 @@ def _gradient_parts(data, variational) -> dict:
     rate = jnp.exp(data.offsets + latent_mean + 0.5 * sqrt_var**2)
     residuals = latent_mean - data.covariates @ params.coef
     precision = jnp.linalg.inv(params.covariance)
+    prior = residuals @ precision
     return {
+        "no_offsets": data.counts - jnp.exp(latent_mean + 0.5 * sqrt_var**2) - prior,
+        "full_variance": data.counts - jnp.exp(data.offsets + latent_mean + sqrt_var**2) - prior,
+        "no_mean": data.counts - rate - latent_mean @ precision,
         "poisson": data.counts - rate,
         "prior": residuals @ precision,
         "sigma_prior": residuals @ params.covariance,
@@ -78,6 +82,24 @@ def _require_hand_gradient(got, data, variational, how: str) -> None:
     require(
         not close(got, parts["rate_without_variance"] - parts["prior"], **tolerance),
         f"({how}) the rate is missing the variance term: A = exp(O + M + S^2 / 2).",
+    )
+    require(
+        not close(got, -expected, **tolerance),
+        f"({how}) you returned minus the gradient, the gradient of the loss -J: the exercise asks "
+        "for the gradient of the ELBO, Y - A - (M - XB) Omega.",
+    )
+    require(
+        not close(got, parts["no_offsets"], **tolerance),
+        f"({how}) the rate is missing the offsets: A = exp(O + M + S^2 / 2).",
+    )
+    require(
+        not close(got, parts["full_variance"], **tolerance),
+        f"({how}) the rate has S^2 where it needs S^2 / 2: A = exp(O + M + S^2 / 2).",
+    )
+    require(
+        not close(got, parts["no_mean"], **tolerance),
+        f"({how}) you multiplied M itself by Omega: the residuals are M - XB, around the mean "
+        "XB of the closed-form coefficients.",
     )
     require(
         False,

@@ -30,16 +30,19 @@ def check_momentum_update(momentum_update):
     downhill = jnp.array([0.5, -0.5, 0.2, 0.1])  # sum(g * v) = -0.555: keep the momentum
     uphill = jnp.array([-1.0, 0.5, -0.3, -0.4])  # sum(g * v) = 0.845: restart
     tie = jnp.array([0.5, 1.0, 0.0, 0.0])  # sum(g * v) = 0 exactly: not uphill, keep the momentum
-    optimizer = newton_momentum(1.0, momentum=0.9)
     cases = [
-        (name, grad, how)
+        (name, grad, how, momentum)
         for name, grad in (("downhill", downhill), ("uphill", uphill), ("tie", tie))
         for how in ("eagerly", "under jit")
+        for momentum in (0.9, 0.5)
     ]
-    for name, grad, how in cases:
+    for name, grad, how, momentum in cases:
+        optimizer = newton_momentum(1.0, momentum=momentum)
         expected, _ = optimizer.update(grad, NewtonMomentumState(velocity), curvature=curvature)
         answer = jax.jit(momentum_update) if how == "under jit" else momentum_update
-        got = call_answer(answer, grad, curvature, velocity, 0.9, what=f"momentum_update ({how})")
+        got = call_answer(
+            answer, grad, curvature, velocity, momentum, what=f"momentum_update ({how})"
+        )
         require(
             not isinstance(got, (tuple, list, dict, str)),
             f"return one array, the new velocity, shaped like grad; got a {type(got).__name__}.",
@@ -51,12 +54,28 @@ def check_momentum_update(momentum_update):
         if np.allclose(got, expected, atol=1e-6):
             continue
         newton = -np.asarray(grad / curvature)
+        kept = float(jnp.sum(grad * velocity)) <= 0
+        require(
+            momentum == 0.9 or not (kept and np.allclose(got, 0.9 * velocity + newton, atol=1e-6)),
+            f"with momentum={momentum} your update carries 0.9 * velocity: use the momentum "
+            "argument, not a fixed 0.9.",
+        )
+        require(
+            not np.allclose(got, np.where(kept, momentum, 0.0) * velocity - grad * curvature),
+            "you multiplied the gradient by the curvature: the Newton step divides by it, "
+            "-grad / curvature.",
+        )
+        require(
+            kept or not np.allclose(got, 0.0),
+            f"for the {name} case you returned zeros: a restart drops only the momentum term; "
+            "the Newton step -grad / curvature stays.",
+        )
         require(
             not np.allclose(got, -np.asarray(expected), atol=1e-6),
             "your update has the wrong sign: it should go against the gradient of the loss.",
         )
         entrywise = (
-            np.where(np.asarray(grad * velocity) > 0, 0.0, 0.9 * np.asarray(velocity)) + newton
+            np.where(np.asarray(grad * velocity) > 0, 0.0, momentum * np.asarray(velocity)) + newton
         )
         require(
             not np.allclose(got, entrywise, atol=1e-6),
@@ -72,11 +91,11 @@ def check_momentum_update(momentum_update):
             require(
                 not np.allclose(got, newton, atol=1e-6),
                 "here sum(grad * velocity) < 0: the last update still points downhill, so carry "
-                "0.9 * velocity along with the Newton step -grad / curvature.",
+                "momentum * velocity along with the Newton step -grad / curvature.",
             )
         else:
             require(
-                not np.allclose(got, 0.9 * np.asarray(velocity) + newton, atol=1e-6),
+                not np.allclose(got, momentum * np.asarray(velocity) + newton, atol=1e-6),
                 "here sum(grad * velocity) > 0: the last update now points uphill, so drop the "
                 "momentum for this step and return just -grad / curvature.",
             )

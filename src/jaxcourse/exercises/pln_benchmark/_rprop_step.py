@@ -65,7 +65,7 @@ def check_rprop_step(rprop_step):
         x = jnp.ones_like(grad)
         expected_x, expected_step, expected_sign = _rprop_expected(x, grad, step, prev_sign)
         zero = np.asarray(grad) == 0
-        for how in ("eagerly", "under jit"):
+        for how in ("under jit", "eagerly"):
             got_x, got_step, got_sign = _rprop_result(rprop_step, (x, grad, step, prev_sign), how)
             require(
                 all(a.shape == grad.shape for a in (got_x, got_step, got_sign)),
@@ -80,6 +80,29 @@ def check_rprop_step(rprop_step):
                 np.all(got_x[zero] == 1.0) and np.all(got_sign[zero] == 0),
                 f"({how}) where the gradient is exactly 0 the sign is 0: that entry must not move, and "
                 "the sign to remember is 0. (jnp.sign(0) is 0; a test such as grad >= 0 makes it +1.)",
+            )
+            agree = np.sign(np.asarray(grad)) * np.asarray(prev_sign)
+            raw = np.asarray(step) * np.where(agree > 0, 1.2, np.where(agree < 0, 0.5, 1.0))
+            swapped = np.asarray(step) * np.where(agree > 0, 0.5, np.where(agree < 0, 1.2, 1.0))
+            first = (np.asarray(prev_sign) == 0) & (np.asarray(grad) != 0)
+            require(
+                close(got_step, expected_step) or not close(got_step, raw),
+                f"({how}) your step sizes are not clipped after scaling: {raw.min():.3g} and "
+                f"{raw.max():.3g} fall outside [1e-6, 50]. Clip the grown or shrunk step, "
+                "jnp.clip(step * factor, 1e-6, 50).",
+            )
+            require(
+                close(got_step, expected_step) or not close(got_step, np.clip(swapped, 1e-6, 50.0)),
+                f"({how}) your steps shrink where the sign holds and grow where it flips: the "
+                "step grows by 1.2 while the sign holds and halves (0.5) on a flip.",
+            )
+            require(
+                close(got_step, expected_step)
+                or not first.any()
+                or close(got_step[first], np.asarray(step)[first])
+                or not close(got_step[~first], expected_step[~first]),
+                f"({how}) where the previous sign is 0 (a first step, or just after a flip) your "
+                "step changed: it keeps its size; only a held sign (sign * prev_sign > 0) grows it.",
             )
             require(
                 close(got_step, expected_step),

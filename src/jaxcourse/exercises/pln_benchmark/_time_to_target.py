@@ -40,10 +40,30 @@ def check_time_to_target(time_to_target):
             f"for target {target} you returned {got}: that looks like an index; return the time "
             "at that index.",
         )
+        if abs(float(got) - expected) < 1e-12:
+            continue
+        strictly = np.flatnonzero(elbo > target)
+        below = np.flatnonzero(elbo <= target)
+        reached = np.flatnonzero(elbo >= target)
         require(
-            abs(float(got) - expected) < 1e-12,
+            not (strictly.size and float(got) == times[strictly[0]]),
+            f"for target {target} you returned {got}, the first time the ELBO is strictly above "
+            f"the target; at {expected} it equals the target, which counts as reached (>=, not >).",
+        )
+        require(
+            not (below.size and float(got) == times[below[0]]),
+            f"for target {target} you returned {got}, the first time the ELBO is at or BELOW the "
+            "target: the ELBO rises towards it, so reached means elbo >= target.",
+        )
+        require(
+            not (reached.size > 1 and float(got) == times[reached[-1]]),
+            f"for target {target} you returned {got}, the LAST time the ELBO is at least the "
+            f"target; expected {expected}, the FIRST time it is. The trace is not monotone.",
+        )
+        require(
+            False,
             f"for target {target} expected {expected} (the FIRST time the ELBO is at least the "
-            f"target), got {got}. The trace is not monotone: do not use its last crossing.",
+            f"target, elbo >= target), got {got}.",
         )
     require(
         call_answer(time_to_target, elbo, times, 0.0, what="time_to_target") is None,
