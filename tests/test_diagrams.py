@@ -1,6 +1,5 @@
 """The conceptual figures: each draws what JAX reports, and each plot function runs."""
 
-import importlib.util
 import itertools
 from dataclasses import dataclass
 
@@ -245,9 +244,17 @@ def test_plot_sharding_and_mesh_draw_one_rectangle_per_block_and_device():
         diagrams.plot_mesh(jax.devices())
 
 
-@pytest.mark.skipif(importlib.util.find_spec("rich") is not None, reason="rich is installed")
-def test_visualize_array_sharding_needs_rich():
-    """What the sharding chapter says: JAX's own text picture needs the rich package."""
+def test_visualize_array_sharding_draws_one_box_per_device(capsys):
+    """What the sharding chapter shows: with rich (in requirements.txt, and on Colab) JAX prints
+    one box per block, named by its device."""
     array = jax.device_put(jnp.zeros((8, 3)), NamedSharding(_meshes()[0], P("data")))
-    with pytest.raises(ValueError, match="requires `rich`"):
+    jax.debug.visualize_array_sharding(array)
+    picture = capsys.readouterr().out
+    assert all(f"CPU {device.id}" in picture for device in _meshes()[0].devices.flat), picture
+
+
+def test_visualize_array_sharding_takes_one_or_two_axes_only():
+    """The chapter's 'arrays of one or two axes'."""
+    array = jax.device_put(jnp.zeros((8, 3, 2)), NamedSharding(_meshes()[0], P("data")))
+    with pytest.raises(ValueError, match="only works for shapes with 1 and 2 dimensions"):
         jax.debug.visualize_array_sharding(array)
