@@ -79,7 +79,11 @@ def kernel_problems(pinned: str) -> list[str]:
     """Runs JAX in the `python3` Jupyter kernel, as the notebooks do; [] when it works."""
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(KERNEL_CHECK)])
     try:
-        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3").execute()
+        # The kernel's own log lines (ipykernel warns that its local TCP link is unencrypted)
+        # are not the learner's business; a failure still comes back as the exception.
+        nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3").execute(
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
     except Exception as error:  # any failure to start or run the kernel is the finding
         return [f"the python3 Jupyter kernel cannot run JAX: {type(error).__name__}: {error}"]
     output = "".join(o.get("text", "") for o in notebook.cells[0].outputs)
