@@ -106,6 +106,20 @@ if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
     "$python" -m venv .venv
 fi
 
+# Nothing to install when what the install is made from (requirements, pyproject.toml, this script,
+# the install's mode and torch build) is what the last finished set-up had: a second run is quick
+# and needs no network. JAXCOURSE_FORCE_SETUP=1 installs again anyway.
+stamp=.venv/jaxcourse-setup-inputs
+inputs=$({ cat requirements*.txt pyproject.toml scripts/setup.sh; echo "$mode $torch_build"; } |
+    "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
+if [ "${JAXCOURSE_FORCE_SETUP:-}" != 1 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
+    echo "Nothing to install: requirements, pyproject.toml and setup.sh are unchanged since the" \
+        "last set-up (JAXCOURSE_FORCE_SETUP=1 installs again)."
+    .venv/bin/python -m tools.install check "$mode"
+    exit 0
+fi
+rm -f "$stamp"
+
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
 if [ "$mode" = full ]; then
     cuda=""
@@ -125,3 +139,4 @@ fi
 "${pip[@]}" --no-deps -e .
 echo "$mode" >.venv/jaxcourse-install
 .venv/bin/python -m tools.install check "$mode"
+echo "$inputs" >"$stamp"  # only once the check has passed

@@ -8,11 +8,11 @@
 #                                            # network (conftest.py), offline; about a minute
 #   bash scripts/test.sh tests/test_jit_errors.py   # only the tests given
 #
-# The set-up (scripts/setup.sh --full, which needs the package index) runs only when
-# requirements*.txt, pyproject.toml, scripts/setup.sh or the install's mode (.venv/jaxcourse-install)
-# changed since the last set-up this script ran, or when .venv is missing: the package is
+# The set-up (scripts/setup.sh --full) installs only when requirements*.txt, pyproject.toml,
+# scripts/setup.sh or the install's mode changed since the last set-up, or when .venv is missing
+# (then it needs the package index); otherwise it only checks the imports, offline. The package is
 # installed in editable mode, so code changes need no reinstall.
-# JAXCOURSE_SKIP_SETUP=1 never runs it; JAXCOURSE_FORCE_SETUP=1 always does.
+# JAXCOURSE_SKIP_SETUP=1 skips even the check; JAXCOURSE_FORCE_SETUP=1 always installs.
 # The sync check fails once a notebook in notebooks/ is saved with changes. Learners check their
 # set-up with `bash scripts/check-setup.sh`, which passes with saved work.
 set -euo pipefail
@@ -24,21 +24,10 @@ if [ "${1:-}" = "--fast" ]; then
     shift
 fi
 
-stamp=.venv/.jaxcourse-setup-inputs
-setup_inputs() { # the install's mode too: a .venv switched to Part I (setup.sh --part1) lacks torch
-    { cat requirements*.txt pyproject.toml scripts/setup.sh .venv/jaxcourse-install 2>/dev/null || true; } |
-        sha256sum | cut -d' ' -f1
-}
-inputs=$(setup_inputs)
 if [ "${JAXCOURSE_SKIP_SETUP:-}" = 1 ]; then
     echo "Set-up skipped (JAXCOURSE_SKIP_SETUP=1)."
-elif [ "${JAXCOURSE_FORCE_SETUP:-}" != 1 ] && [ -x .venv/bin/python ] &&
-    [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
-    echo "Set-up skipped: requirements, pyproject.toml and setup.sh are unchanged since the last" \
-        "one (JAXCOURSE_FORCE_SETUP=1 runs it)."
 else
     bash scripts/setup.sh --full  # the tests need everything, pyPLNmodels and torch included
-    setup_inputs >"$stamp"
 fi
 source .venv/bin/activate # notebook kernels start from this environment too
 

@@ -228,6 +228,37 @@ def test_the_first_set_up_is_full_and_its_first_line_says_what_it_downloads(tmp_
     assert "check full" in (root / "pip.log").read_text()
 
 
+def test_a_second_set_up_with_nothing_changed_installs_nothing_and_says_so(tmp_path):
+    """course.sh and test.sh run the set-up every time: unchanged, it only checks (offline)."""
+    root = dry_checkout(tmp_path)
+    assert run_setup(root, "--part1").returncode == 0
+    log = root / "pip.log"
+    log.write_text("")
+    again = run_setup(root)
+    assert again.returncode == 0, again.stderr
+    assert "Nothing to install" in again.stdout
+    assert log.read_text() == "check part1\n"  # no pip call, the import check still runs
+    forced = run_setup(root, JAXCOURSE_FORCE_SETUP="1")
+    assert "Nothing to install" not in forced.stdout
+    assert "-r .venv/requirements-part1.txt" in log.read_text()
+
+
+@pytest.mark.parametrize("change", ["requirements.txt", "pyproject.toml", "--full"])
+def test_a_changed_input_or_mode_installs_again(tmp_path, change):
+    root = dry_checkout(tmp_path)
+    assert run_setup(root, "--part1").returncode == 0
+    (root / "pip.log").write_text("")
+    if change.startswith("--"):
+        result = run_setup(root, change)
+    else:
+        with (root / change).open("a") as file:
+            file.write("\n# changed\n")
+        result = run_setup(root)
+    assert result.returncode == 0, result.stderr
+    assert "Nothing to install" not in result.stdout
+    assert "pip " in (root / "pip.log").read_text()
+
+
 # --- Where torch comes from: PyTorch's CPU wheel index when reachable, else PyPI ---------------
 
 TORCH = install.pinned_version("torch")
