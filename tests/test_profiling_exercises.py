@@ -223,7 +223,8 @@ def test_most_expensive_op_keeping_the_loop_fails():
         return max(totals, key=totals.get) if totals else None
 
     assert_not_yet(
-        exercises.check_most_expensive_op(with_containers), "contains other thunks on its thread"
+        exercises.check_most_expensive_op(with_containers),
+        "you kept the thunks that contain other thunks on their thread",
     )
 
 
@@ -250,7 +251,9 @@ def test_most_expensive_op_every_kind_of_event_fails():
                 totals[event.name] += event.duration_us
         return max(totals, key=totals.get) if totals else None
 
-    assert_not_yet(exercises.check_most_expensive_op(any_event), "is not an XLA thunk of the trace")
+    assert_not_yet(
+        exercises.check_most_expensive_op(any_event), "you counted events that are not thunks"
+    )
 
 
 def test_most_expensive_op_ignoring_threads_fails():
@@ -290,18 +293,18 @@ def test_donating_step_without_donation_fails():
 
 
 def test_donating_step_donating_the_batch_fails():
-    """The batch of sgd_step cannot hold the new parameters: nothing is aliased."""
+    """The lowered program records which arguments are donated: the batch, not the state."""
     assert_not_yet(
         exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=1)),
-        "Nothing is donated",
+        "you donated the batch (argument 1), not the state",
     )
 
 
 def test_donating_step_donating_everything_fails():
-    """ema_step's sample has the state's shape: donated, it is deleted by the call."""
+    """Read from the lowered program, on sgd_step already, whose batch no output could reuse."""
     assert_not_yet(
         exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=(0, 1))),
-        "you donated it too",
+        "you donated the batch (argument 1) as well as the state",
     )
 
 

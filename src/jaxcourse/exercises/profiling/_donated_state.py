@@ -65,28 +65,91 @@ _DONATION_CASES = [
 ]
 
 
+_BY_NAME_HINT = (
+    "make_donating_step donates an argument by its name (donate_argnames), and {step} has no "
+    "argument of that name: the steps name their state differently (params in sgd_step, average "
+    "in ema_step), so donate it by position, donate_argnums=0"
+)
+
+
+def _donated_flags(lowered) -> tuple[list[bool], list[bool]] | None:
+    """Whether each leaf of the state and of the batch is donated, as the lowered program records
+    it (None when it cannot be read)."""
+    try:
+        args, _ = lowered.args_info
+        state_info, batch_info = args
+        return (
+            [bool(info.donated) for info in jax.tree.leaves(state_info)],
+            [bool(info.donated) for info in jax.tree.leaves(batch_info)],
+        )
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
 @exercise_checker("Exercise 5 (donate the state)")
 def check_donated_state(make_donating_step: Callable) -> None:
     """Checks `make_donating_step(step)`: `step(state, batch)` jitted with the state donated, so
     that the compiled program writes its results into the old state's buffers (an alias the
     size of the state) and the batch stays usable."""
     require_accepts(make_donating_step, sgd_step, what="make_donating_step")
+    made = []  # (case, what make_donating_step returned)
     for case, step, arguments in _DONATION_CASES:
-        jitted = call_answer(make_donating_step, step, what="make_donating_step")
+        jitted = call_answer(
+            make_donating_step,
+            step,
+            what="make_donating_step",
+            hints=((ValueError, "donate_argnames", _BY_NAME_HINT.format(step=step.__name__)),),
+        )
         require(
             callable(jitted) and hasattr(jitted, "lower"),
             f"make_donating_step should return a jitted function (jax.jit(step, donate_argnums=...)), "
-            f"got {describe(jitted)}: only a jitted function has a compiled program to donate to.",
+            f"got {describe(jitted)}, which has no .lower: only a jitted function has a compiled "
+            "program to donate to (a plain function that calls a jitted one does not). Return "
+            "jax.jit(step, donate_argnums=0) itself.",
         )
+        for earlier_case, earlier in made:
+            require(
+                jitted is not earlier,
+                f"make_donating_step returned, for {case}, the very function it returned for "
+                f"{earlier_case}: is the jitted step kept from one call to the next? Jit the step "
+                "each call is given.",
+            )
+        made.append((case, jitted))
         state, batch = arguments()
         expected = step(state, batch)
         state_bytes = sum(leaf.nbytes for leaf in jax.tree.leaves(state))
-        compiled = call_answer(
-            lambda s, b, jitted=jitted: jitted.lower(s, b).compile(),
+        lowered = call_answer(
+            lambda s, b, jitted=jitted: jitted.lower(s, b),
             state,
             batch,
             what=f"the jitted {case}",
         )
+        require(
+            isinstance(lowered, jax.stages.Lowered),
+            f"make_donating_step should return a jitted function (jax.jit(step, donate_argnums=...)); "
+            f"its .lower(state, batch) gave {describe(lowered)}, not a lowered program.",
+        )
+        flags = _donated_flags(lowered)
+        if flags is not None:
+            state_donated, batch_donated = flags
+            require(
+                not any(batch_donated),
+                f"on {case}, you donated the batch (argument 1)"
+                + (" as well as the state" if all(state_donated) else ", not the state")
+                + ": a call may then delete the batch, whose data the caller still needs. "
+                "Donate the state only, donate_argnums=0.",
+            )
+            require(
+                all(state_donated),
+                f"on {case}, "
+                + (
+                    "you jitted the step without donating anything. Nothing is donated"
+                    if not any(state_donated)
+                    else "only part of the state is donated"
+                )
+                + ": pass donate_argnums=0, the state, to jax.jit.",
+            )
+        compiled = call_answer(lowered.compile, what=f"the jitted {case}")
         alias = memory_figures(compiled).alias_bytes
         result = call_answer(jitted, state, batch, what=f"the jitted {case}")
         require(

@@ -4,6 +4,7 @@ scan it differentiates."""
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import jax
@@ -14,13 +15,14 @@ from ...checks import (
     CheckFailed,
     call_answer,
     close,
+    describe,
     exercise_checker,
     require,
     require_accepts,
     require_array,
 )
 from ...memory import memory_figures
-from .._jaxpr import primitive_names, traced_program
+from .._jaxpr import equations, inner_jaxprs, primitive_names, traced_program
 
 HINTS = {
     "check_low_memory_grad": (
@@ -67,19 +69,72 @@ def _plain_gradient(n: int, m: int, steps: int):
     return compiled, compiled(*_scan_inputs(n, m, steps))
 
 
-def _require_scan_gradient(result, expected, case: str) -> None:
-    result = require_array(
-        result,
-        expected.shape,
-        what=f"low_memory_grad on {case}",
-        expected="d scan_loss / d ws, one entry per entry of ws",
+def _require_scan_gradient(
+    result, expected, case: str, x0_shape: tuple, stale: Callable | None = None
+) -> None:
+    """Fails with a hint unless `result` is `expected`; `stale()`, when given, is the gradient at
+    the x0 of the checker's earlier call, which an answer that keeps x0 would return."""
+    what = f"low_memory_grad on {case}"
+    wanted = "d scan_loss / d ws, one entry per entry of ws"
+    require(
+        not (
+            isinstance(result, (tuple, list))
+            and len(result) == 2
+            and getattr(result[1], "shape", None) == expected.shape
+        ),
+        f"{what} should be one array of shape {expected.shape} ({wanted}), got {describe(result)}, "
+        "the gradients in x0 and in ws (argnums=(0, 1)?): return the gradient in ws alone.",
     )
     require(
-        close(result, expected, rtol=1e-4, atol=1e-6),
-        f"on {case}, your gradient differs from jax.grad(scan_loss, argnums=1) by up to "
-        f"{float(np.max(np.abs(result - np.asarray(expected)))):.3g}: the gradient must not change "
-        "(jax.checkpoint recomputes, it does not approximate).",
+        not (
+            hasattr(result, "shape")
+            and tuple(result.shape) == x0_shape
+            and x0_shape != expected.shape
+        ),
+        f"{what} should be one array of shape {expected.shape} ({wanted}), got an array of shape "
+        f"{x0_shape}, the shape of x0: the gradient in x0 (argnums=0, jax.grad's default)? Take it "
+        "in ws, argnums=1.",
     )
+    result = require_array(result, expected.shape, what=what, expected=wanted)
+    if close(result, expected, rtol=1e-4, atol=1e-6):
+        return
+    require(
+        stale is None or not close(result, stale(), rtol=1e-4, atol=1e-6),
+        f"on {case}, your gradient is the one at the x0 of the checker's earlier call (a different "
+        "x0): is x0, or a function closing over it, kept from one call to the next? Differentiate "
+        "at each call's own x0 and ws.",
+    )
+    expected = np.asarray(expected, dtype=np.float64)
+    scale = float(np.sum(result * expected) / np.sum(expected * expected))
+    mean_of = round(1 / scale) if scale > 0 else 0
+    require(
+        not close(result, scale * expected, rtol=1e-4, atol=1e-6),
+        f"on {case}, your gradient is {scale:.4g} times jax.grad(scan_loss, argnums=1)'s"
+        + (
+            f" (1/{mean_of}, one over the length of x0: a mean of x**2 instead of scan_loss's sum?)"
+            if mean_of == x0_shape[0] and math.isclose(scale * mean_of, 1.0, rel_tol=1e-4)
+            else ""
+        )
+        + ": differentiate scan_loss itself, the sum of the squares of the scan's last x.",
+    )
+    raise CheckFailed(
+        f"on {case}, your gradient differs from jax.grad(scan_loss, argnums=1)(x0, ws) by up to "
+        f"{float(np.max(np.abs(result - expected))):.3g}: differentiate scan_loss itself (len(ws) "
+        "steps of wide_body, then the sum of squares) at these x0 and ws; jax.checkpoint changes the "
+        "memory a gradient needs, not its value."
+    )
+
+
+def _checkpoints(jaxpr) -> list[tuple[object, bool]]:
+    """(policy, whether it holds a scan) for each checkpointed function in `jaxpr`."""
+    return [
+        (
+            eqn.params.get("policy"),
+            any("scan" in primitive_names(inner) for inner in inner_jaxprs(eqn)),
+        )
+        for eqn in equations(jaxpr)
+        if eqn.primitive.name in _CHECKPOINT_PRIMITIVES
+    ]
 
 
 @exercise_checker("Exercise 3 (a scan's gradient in less memory)")
@@ -93,8 +148,10 @@ def check_low_memory_grad(low_memory_grad: Callable) -> None:
         eager,
         _plain_gradient(*_EAGER_SIZE)[1],
         f"a small scan ({_EAGER_SIZE[2]} steps), called eagerly",
+        x0.shape,
     )
 
+    earlier_x0 = x0
     n, m, steps = _MEMORY_SIZE
     case = f"x0 of {n} numbers and ws of shape ({steps}, {m}), under jax.jit"
     x0, ws = _scan_inputs(n, m, steps)
@@ -106,28 +163,53 @@ def check_low_memory_grad(low_memory_grad: Callable) -> None:
         what="low_memory_grad under jax.jit",
     )
     _require_scan_gradient(
-        call_answer(yours, x0, ws, what="low_memory_grad under jax.jit"), expected, case
+        call_answer(yours, x0, ws, what="low_memory_grad under jax.jit"),
+        expected,
+        case,
+        x0.shape,
+        stale=lambda: jax.grad(scan_loss, argnums=1)(earlier_x0, ws),
     )
     plain_temp = memory_figures(plain).temp_bytes
     your_temp = memory_figures(yours).temp_bytes
-    primitives = set(
-        primitive_names(traced_program(low_memory_grad, x0, ws, what="low_memory_grad"))
-    )
-    uses_checkpoint = bool(primitives & _CHECKPOINT_PRIMITIVES)
+    checkpoints = _checkpoints(traced_program(low_memory_grad, x0, ws, what="low_memory_grad"))
     if your_temp > plain_temp / 4:
+        memory = (
+            f"on {case} your program's temporaries take {your_temp:,} bytes, plain jax.grad's "
+            f"{plain_temp:,}"
+        )
         require(
-            uses_checkpoint,
-            f"on {case} your program's temporaries take {your_temp:,} bytes, plain jax.grad's {plain_temp:,}: "
-            "the gradient keeps every step's (n, m) intermediate. Wrap the scan's body in jax.checkpoint, "
-            "so that the backward pass recomputes it.",
+            bool(checkpoints),
+            f"{memory}, and your program does not use jax.checkpoint (no checkpointed function runs "
+            "in it): the gradient keeps every step's (n, m) intermediate. Wrap the scan's body in "
+            "jax.checkpoint, and scan over the checkpointed body, so that the backward pass "
+            "recomputes it.",
+        )
+        require(
+            not any(holds_scan for _, holds_scan in checkpoints),
+            f"{memory}: you put jax.checkpoint around the whole loss (or the whole scan), whose "
+            "recomputed forward pass is a scan that stores every step's intermediate as before. "
+            "Checkpoint the scan's body instead: jax.lax.scan(jax.checkpoint(wide_body), x0, ws).",
+        )
+        saving = sorted(
+            {
+                getattr(policy, "__name__", repr(policy))
+                for policy, _ in checkpoints
+                if policy is not None and policy is not jax.checkpoint_policies.nothing_saveable
+            }
+        )
+        require(
+            not saving,
+            f"{memory}: your checkpoint's policy, {' and '.join(saving)}, saves the body's "
+            "intermediates for the backward pass, as plain jax.grad does. Use "
+            "jax.checkpoint_policies.nothing_saveable (or no policy).",
         )
         raise CheckFailed(
-            f"on {case} your program's temporaries take {your_temp:,} bytes, more than a quarter of plain "
-            f"jax.grad's {plain_temp:,}. Is jax.checkpoint around the whole loss (the recomputed scan then "
-            "stores its intermediates as before), or is its policy saving them (everything_saveable)? "
-            "Checkpoint the scan's body, with jax.checkpoint_policies.nothing_saveable."
+            f"{memory}, more than a quarter: your program uses jax.checkpoint, but not on the scan's "
+            "body alone, with a policy that saves nothing. Checkpoint the function the scan calls "
+            "each step, jax.checkpoint(wide_body, policy=jax.checkpoint_policies.nothing_saveable)."
         )
     require(
-        uses_checkpoint,
-        "your program needs little memory, but it does not use jax.checkpoint, the method this exercise asks for.",
+        bool(checkpoints),
+        "your program needs little memory, but it does not use jax.checkpoint, the method this "
+        "exercise asks for.",
     )
