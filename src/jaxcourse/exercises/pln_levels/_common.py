@@ -43,6 +43,12 @@ class _Fit(NamedTuple):
     params: tuple
 
 
+def _as_tuple(value):
+    """A NamedTuple (or list) as a plain tuple, so that any container of the right fields compares;
+    anything else as it is (a comparison with it then fails, without raising)."""
+    return tuple(value) if isinstance(value, (tuple, list)) else value
+
+
 def _fit_result(result, n_iter: int, what: str) -> _Fit:
     """The trace and parameters `what` returned, after a structural check."""
     require(
@@ -51,6 +57,12 @@ def _fit_result(result, n_iter: int, what: str) -> _Fit:
         f"trace, variational, params) builds one); got {describe(result)}.",
     )
     result = _Fit(*result[:3])
+    if jnp.ndim(result.elbo_trace) == 1:
+        require(
+            jnp.shape(result.elbo_trace) == (n_iter,),
+            f"{what}: the ELBO trace has {jnp.shape(result.elbo_trace)[0]} entries for "
+            f"n_iter={n_iter}: one ELBO per iteration, so pass n_iter on rather than a fixed number.",
+        )
     require(
         jnp.shape(result.elbo_trace) == (n_iter,),
         f"{what}: the ELBO trace should have shape ({n_iter},), one ELBO per iteration; got "

@@ -43,18 +43,19 @@ def _step_problem():
     return data, (variational, level1.closed_form_step(data, variational), ADAM.init(variational))
 
 
-def _reference_steps(data, state, n_steps: int) -> tuple[tuple, list[float]]:
-    """`n_steps` iterations of level 1's three pieces, and the ELBO before each."""
+def _reference_steps(data, state, n_steps: int) -> tuple[list[tuple], list[float]]:
+    """`n_steps` iterations of level 1's three pieces: the state after each, and the ELBO before each."""
     from ...pln import ADAM, level1
 
     variational, params, opt_state = state
-    elbos = []
+    states, elbos = [], []
     for _ in range(n_steps):
         loss, grads = level1.loss_and_grad(variational, params, data)
         variational, opt_state = level1.optimizer_step(variational, grads, opt_state, ADAM)
         params = level1.closed_form_step(data, variational)
+        states.append((variational, params, opt_state))
         elbos.append(-float(loss))
-    return (variational, params, opt_state), elbos
+    return states, elbos
 
 
 def _copy(tree):
@@ -90,15 +91,42 @@ def check_donating_step(step: Callable) -> None:
     level-1 iteration with Adam, jitted once, whose every state input is donated (deleted after
     the call) while `data` stays alive; three chained steps match level 1 and trace once."""
     require(callable(step), "pass the jitted function itself: check_donating_step(step).")
+    require(
+        hasattr(step, "lower"),
+        "step is not a jitted function: it is a plain Python function (one that calls a jitted "
+        "function, or jits a new one at every call), so nothing shows which arguments it donates, "
+        "and what it does around the jitted call runs in Python at every step. Pass what jax.jit("
+        "one_step, donate_argnums=...) returns, made once.",
+    )
     data, state = _step_problem()
-    (expected_state, expected_elbos) = _reference_steps(data, _copy(state), 3)
+    expected_states, expected_elbos = _reference_steps(data, _copy(state), 3)
     inputs = _copy(state)
     new_state, elbo = _step_output(call_answer(step, *inputs, data, what="step"))
-    require(
-        close(elbo, expected_elbos[0], rtol=1e-4, atol=1e-3),
-        f"the ELBO returned by the first step is {float(elbo):.4f}, expected {expected_elbos[0]:.4f}: return "
-        "minus the loss that level1.loss_and_grad computes before the update.",
-    )
+    if not close(elbo, expected_elbos[0], rtol=1e-4, atol=1e-3):
+        try:
+            value = float(np.asarray(elbo, dtype=float))
+        except (TypeError, ValueError):
+            value = None
+        require(
+            value is not None,
+            f"the ELBO should be one number, the ELBO before the update; got {describe(elbo)}.",
+        )
+        got = (
+            f"the ELBO returned by the first step is {value:.4f}, expected {expected_elbos[0]:.4f}"
+        )
+        require(
+            not close(elbo, -expected_elbos[0], rtol=1e-4, atol=1e-3),
+            f"{got}: you returned the loss, which is minus the ELBO. Return -loss.",
+        )
+        require(
+            not close(elbo, expected_elbos[1], rtol=1e-4, atol=1e-3),
+            f"{got}: that is the ELBO after the update, at the new state. Return minus the loss "
+            "that level1.loss_and_grad computes before the update.",
+        )
+        require(
+            False,
+            f"{got}: return minus the loss that level1.loss_and_grad computes before the update.",
+        )
     require(
         not any(leaf.is_deleted() for leaf in jax.tree.leaves(data))
         and not _donates_data(step, state, data),
@@ -106,6 +134,7 @@ def check_donating_step(step: Callable) -> None:
         "can reuse its buffer (here none of the results has its shape, so JAX only warned). Donate only "
         "the state the step replaces: donate_argnums=(0, 1, 2).",
     )
+    _require_first_state(new_state, expected_states[0], state)
     alive = [
         name
         for name, part in zip(_STATE_NAMES, inputs)
@@ -133,6 +162,48 @@ def check_donating_step(step: Callable) -> None:
         f"{np.round(expected_elbos, 3).tolist()}: one step is loss_and_grad, optimizer_step, then closed_form_step.",
     )
     require(
-        close(state[0].latent_mean, expected_state[0].latent_mean, rtol=1e-4, atol=1e-4),
+        close(state[0].latent_mean, expected_states[-1][0].latent_mean, rtol=1e-4, atol=1e-4),
         "after three steps the latent means differ from level 1's: return the updated variational parameters.",
     )
+
+
+def _require_first_state(new_state: tuple, expected: tuple, start: tuple) -> None:
+    """The state one step returned is level 1's after one step; a part left as it came in, or
+    moved by another optimizer, is named."""
+    variational, params, opt_state = new_state
+    if not close(variational, expected[0], rtol=1e-4, atol=1e-4):
+        require(
+            not close(variational, start[0], rtol=1e-6, atol=1e-6),
+            "your step returned the variational parameters it was given: return those that "
+            "level1.optimizer_step returns.",
+        )
+        require(
+            False,
+            "after one step your variational parameters differ from level 1's: your step moved them "
+            "differently from pln.ADAM (another optimizer, or another learning rate). Update them with "
+            "level1.optimizer_step(variational, grads, opt_state, pln.ADAM).",
+        )
+    if not close(opt_state, expected[2], rtol=1e-4, atol=1e-6):
+        require(
+            not close(opt_state, start[2], rtol=1e-6, atol=1e-8),
+            "your step returned the opt_state you were given: Adam's moments and step count never "
+            "advance. Return the opt_state that level1.optimizer_step returns.",
+        )
+        require(
+            False,
+            "after one step your opt_state differs from pln.ADAM's: return the opt_state that "
+            "level1.optimizer_step(variational, grads, opt_state, pln.ADAM) returns.",
+        )
+    if not close(params, expected[1], rtol=1e-4, atol=1e-4):
+        require(
+            not close(params, start[1], rtol=1e-4, atol=1e-4),
+            "the params your step returned are those of the state it started from (the params you "
+            "were given, or closed_form_step on the old variational parameters): B and Sigma must "
+            "follow the new variational parameters. Call closed_form_step(data, variational) after "
+            "optimizer_step.",
+        )
+        require(
+            False,
+            "after one step your params differ from level 1's: recompute them with "
+            "level1.closed_form_step(data, variational) on the new variational parameters.",
+        )
