@@ -5,7 +5,7 @@
 #
 #   bash scripts/test.sh                     # everything, as CI runs it
 #   bash scripts/test.sh --fast              # the fast tier: no notebooks, no tests marked slow or
-#                                            # network (conftest.py), offline; about a minute
+#                                            # network (pyproject.toml), offline; under a minute
 #   bash scripts/test.sh tests/test_jit_errors.py   # only the tests given
 #
 # The set-up (scripts/setup.sh --full) installs only when requirements*.txt, pyproject.toml,

@@ -8,6 +8,9 @@ import numpy as np
 import pytest
 from jax.test_util import check_grads
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 TOY_DATA = jnp.array([0.5, -1.0, 2.0, 0.0])
 
 

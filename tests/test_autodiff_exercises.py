@@ -12,6 +12,9 @@ from jaxcourse.exercises.autodiff import (
     check_loss_and_grad,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def stub(*args, **kwargs):
     raise NotImplementedError

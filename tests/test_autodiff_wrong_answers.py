@@ -13,6 +13,9 @@ from jaxcourse.exercises.autodiff import (
     check_loss_and_grad,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def assert_fails_with(checker, answer, hint):
     verdict = checker(answer)

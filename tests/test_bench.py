@@ -15,6 +15,9 @@ from jaxcourse.bench._run import EAGER_MAX_ITER_LARGE, LARGE_N_SAMPLES, iteratio
 from jaxcourse.pln import level5, level6
 from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, PYPLNMODELS_MAXITER
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def tiny_results():

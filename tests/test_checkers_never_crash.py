@@ -20,6 +20,9 @@ import pytest
 import jaxcourse.exercises
 from jaxcourse import checks, parallel
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _all_checkers() -> list[tuple[str, object]]:
     found = []

@@ -4,8 +4,9 @@ A Python 3.13 virtual environment gets the versions that Colab preinstalls (the 
 tests/fixtures/colab/). The setup cell of a generated notebook then runs there, with `google.colab`
 faked and the course installed from this checkout instead of GitHub: on a CPU runtime, on a GPU
 runtime (a fake `nvidia-smi` lists a GPU), and on a CPU runtime again after the GPU one. Two
-notebooks then execute there with nbmake. Colab's versions are downloaded (torch among them), so the
-first run takes minutes; pip's cache makes later runs faster.
+notebooks then execute there with nbmake. Colab's versions are downloaded (torch is recorded as
+installed without its files, like the GPU runtime's CUDA libraries), so the first run takes minutes;
+pip's cache makes later runs faster.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ import pytest
 from jaxcourse.environment import GPU_UNUSED_WARNING
 from tools import colab as notebook_setup
 from tools import notebooks
+
+pytestmark = [pytest.mark.slow, pytest.mark.network]  # downloads Colab's packages; minutes
 
 ROOT = Path(__file__).resolve().parents[1]
 FREEZES = ROOT / "tests" / "fixtures" / "colab"
@@ -57,6 +60,11 @@ PREINSTALLED = (
 )
 GPU_PREINSTALLED = ("jax-cuda12-plugin", "jax-cuda12-pjrt")
 INSTALLED_BY_THE_CELL = ("jaxcourse", "pyPLNmodels")  # not on Colab until the cell runs
+# Preinstalled as metadata only, at Colab's version: what the setup cell's pip sees of torch (it
+# satisfies pyPLNmodels' requirement, so the cell installs none) is all that matters here, the
+# notebooks run below are Part I's and never import it, and PyPI's torch is a CUDA build of
+# several GB that took this file four of its seven minutes.
+STUBBED = ("torch",)
 NOTEBOOKS = ("tracing.ipynb", "pytrees.ipynb")  # two of the quickest
 FAKE_GPU = "GPU 0: NVIDIA T4 (UUID: GPU-fake)"
 NO_DRIVER = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver."
@@ -163,7 +171,9 @@ class ColabRuntime:
         self.pip(
             "install", "-c", str(pins), "pip"
         )  # Colab's pip, which runs the setup cell's install
-        self.pip("install", "-c", str(pins), *names)
+        self.pip("install", "-c", str(pins), *(n for n in names if n not in STUBBED))
+        for name in STUBBED:
+            self.stub_distribution(name, colab_versions(freeze)[canonical(name)])
         installed = self.versions()
         leftovers = [name for name in INSTALLED_BY_THE_CELL if canonical(name) in installed]
         if leftovers:
@@ -182,20 +192,23 @@ class ColabRuntime:
         would only slow the test down: without a GPU nothing loads them, and what the setup cell's
         pip does depends only on the versions it sees.
         """
-        (site_packages,) = (self.venv / "lib").glob("python3.*/site-packages")
         stubbed = []
         for name, version in colab_versions(freeze).items():
             if re.fullmatch(r"nvidia-[a-z0-9-]+-cu12", name):
-                info = site_packages / f"{name.replace('-', '_')}-{version}.dist-info"
-                info.mkdir(exist_ok=True)
-                (info / "METADATA").write_text(
-                    f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                )
-                (info / "INSTALLER").write_text("test_colab_runtime\n")
-                files = ("METADATA", "INSTALLER", "RECORD")
-                (info / "RECORD").write_text("".join(f"{info.name}/{file},,\n" for file in files))
+                self.stub_distribution(name, version)
                 stubbed.append(name)
         return stubbed
+
+    def stub_distribution(self, name: str, version: str) -> None:
+        """Records `name` at `version` as installed (its metadata only, no files): pip's choices
+        depend only on what it sees installed."""
+        (site_packages,) = (self.venv / "lib").glob("python3.*/site-packages")
+        info = site_packages / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir(exist_ok=True)
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        (info / "INSTALLER").write_text("test_colab_runtime\n")
+        files = ("METADATA", "INSTALLER", "RECORD")
+        (info / "RECORD").write_text("".join(f"{info.name}/{file},,\n" for file in files))
 
     def run_setup_cell(self, source: str, *, gpu: bool, import_jax_first: bool = False) -> str:
         """Runs the cell as Colab's kernel would: `google.colab` imported, jax imported or not.

@@ -7,6 +7,9 @@ from jax import lax
 
 from jaxcourse.exercises.control_flow import check_ewma, check_horner, check_kepler, check_soft_ramp
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def not_implemented(*args):
     raise NotImplementedError

@@ -16,6 +16,9 @@ from jaxcourse.pln import (
     simulate,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 FLOAT32_GRADIENT_RTOL = 1e-6
 """Norm-wise: each float32 gradient (autodiff's and the rule's) lies within about 1e-7 of the
 float64 gradient on oaks (test_both_float32_gradients_are_float32_rounding_of_float64), so two

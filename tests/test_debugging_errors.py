@@ -13,6 +13,9 @@ from jax.experimental import checkify
 from jaxcourse import debugging
 from tools.crossref import all_targets, number_book
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = ROOT / "chapters" / "debugging.qmd"
 

@@ -10,6 +10,9 @@ from jaxcourse.debugging import compare_with_float64
 from jaxcourse.exercises import debugging as exercises
 from jaxcourse.jit_parity import sample
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def stub(*args, **kwargs):
     raise NotImplementedError

@@ -18,6 +18,9 @@ from jaxcourse.exercises.debugging import (
     check_shift_counts,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _restore_debug_nans():

@@ -10,6 +10,9 @@ from jaxcourse import optim, pln
 from jaxcourse.pln import LEVELS, level5, level6
 from jaxcourse.pln._algorithm import FitDivergedWarning
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 DIVERGING = {"levels 0-4": optax.sgd(1e4), "level 5": optim.rprop(40.0)}
 """Optimizers whose first steps make exp(O + M) overflow on the small data below."""
 

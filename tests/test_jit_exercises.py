@@ -11,6 +11,9 @@ import pytest
 from jaxcourse.exercises import jit as exercises
 from jaxcourse.exercises.jit import _agrees_with_float64
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def stub(*args):
     raise NotImplementedError

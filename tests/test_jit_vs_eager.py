@@ -32,6 +32,9 @@ from jaxcourse.pln.constants import OAKS100_SHAPE, OAKS_SHAPE
 from jaxcourse.reductions import column_sums, total
 from tools.book import pinned_jax_version
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 PINNED_JAX = pinned_jax_version()  # requirements.txt's pin, which the Colab setup cell installs
 
 known_cpu_miscompilation = pytest.mark.xfail(

@@ -16,6 +16,9 @@ from jaxcourse.exercises.jit import (
     check_time_blocked,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def fails_with(verdict, fragment: str) -> None:
     assert not verdict, "a wrong answer passed"

@@ -18,6 +18,9 @@ import pytest
 
 from tools.learner import WORK_DIR, make_work_copies, setup_problems
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 COPIED = [
     "scripts",

@@ -25,6 +25,9 @@ from jaxcourse.pln import (
 from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS_STIRLING
 from jaxcourse.tracecount import count_compilations
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def oaks():

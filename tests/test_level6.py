@@ -6,6 +6,9 @@ import pytest
 
 from jaxcourse.pln import as_float64, level5, level6, load_oaks, simulate
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def test_four_devices_are_simulated():
     """conftest.py sets four CPU devices; the sharded tests below rely on them."""

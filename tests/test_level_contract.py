@@ -21,6 +21,9 @@ from jaxcourse.pln import (
     simulate,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 LEVEL_OPTIONS = {
     0: set(),
     1: set(),

@@ -16,6 +16,9 @@ from jaxcourse import mesh as meshes
 from jaxcourse import model_parallel as mp
 from jaxcourse.parallel import max_abs_difference
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 N_STEPS = 3
 
 

@@ -7,6 +7,9 @@ import pytest
 
 from jaxcourse import multiprocess
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def test_two_processes_train_like_one_device():
     """One global mesh of 2 x 2 devices across both processes; both see the single-device result."""

@@ -8,6 +8,9 @@ from jax.scipy.linalg import cho_solve
 from jaxcourse.exercises import pln_benchmark as exercises
 from jaxcourse.pln import closed_form_params
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 # --- exercise 1: time to target -------------------------------------------------------------
 def time_to_target(elbo, times, target):

@@ -11,6 +11,9 @@ from jax.scipy.linalg import cho_solve
 from jaxcourse.exercises import pln_benchmark as exercises
 from jaxcourse.pln import closed_form_params, profiled_elbo
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 # Exercise 1: time_to_target(elbo, times, target) -> the first time, or None ----------------------
 
 

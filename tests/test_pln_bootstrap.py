@@ -9,6 +9,9 @@ import pytest
 from jaxcourse import pln
 from jaxcourse.pln import bootstrap, level6
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 N_ITER = 400
 N_DRAWS = 16
 

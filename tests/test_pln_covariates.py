@@ -14,6 +14,9 @@ from jaxcourse.pln import constants, level5
 from jaxcourse.pln._data import design_matrix
 from jaxcourse.pln.separation import SeparationWarning, find_separation, separation_message
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 LEVEL5_OPTIMIZERS = {
     "rprop": level5.RPROP,
     "newton_rprop": level5.NEWTON_RPROP,

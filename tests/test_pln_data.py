@@ -23,6 +23,9 @@ from jaxcourse.pln import (
 from jaxcourse.pln._data import OAKS_COVARIATES, OAKS_FILES
 from jaxcourse.pln.constants import OAKS_N_COVARIATES, OAKS_N_SAMPLES, OAKS_SHAPE
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def test_the_shipped_oaks_files_are_pyplnmodels_csv_files_byte_for_byte():
     """Each shipped file decompresses to pyPLNmodels' file of the same name (CI installs it)."""

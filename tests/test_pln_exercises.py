@@ -7,6 +7,9 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jaxcourse import pln
 from jaxcourse.exercises import pln as exercises
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _log_det(chol):
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))

@@ -21,6 +21,9 @@ from jaxcourse.pln import (
 )
 from jaxcourse.tracecount import count_compilations
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 # float32 traces of eager and compiled code differ by rounding only; after 50 Adam steps the
 # ELBO (about -3e4) agrees to well under 1e-4 relative (a few nats).
 PARITY_RTOL = 1e-4

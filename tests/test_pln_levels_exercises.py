@@ -11,6 +11,9 @@ from jaxcourse import pln
 from jaxcourse.exercises import pln_levels as exercises
 from jaxcourse.pln import FitResult, init_variational, level1
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _one_step(variational, params, opt_state, data):
     loss, grads = level1.loss_and_grad(variational, params, data)

@@ -13,6 +13,9 @@ from jaxcourse import pln
 from jaxcourse.exercises import pln_levels as exercises
 from jaxcourse.pln import FitResult, init_variational, level1
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 # Exercise 1: step(variational, params, opt_state, data), jitted with the state donated ------------
 
 

@@ -7,6 +7,9 @@ import pytest
 from jaxcourse import mesh as meshes
 from jaxcourse.pln import as_float64, level5, level6, make_data, mesh_fit, simulate
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def test_restarts_on_a_grid_equal_one_device_in_float64(key):
     """Samples over 'data', restarts over 'model': the same traces and (M, S) as fit_many, and each

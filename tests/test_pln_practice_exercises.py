@@ -7,6 +7,9 @@ import pytest
 
 from jaxcourse.exercises import pln_practice as exercises
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def separated_species(counts, groups):
     counts, groups = np.asarray(counts), np.asarray(groups)

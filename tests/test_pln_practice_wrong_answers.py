@@ -9,6 +9,9 @@ import pytest
 
 from jaxcourse.exercises.pln_practice import check_separated_species, check_simulate_counts
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 # Exercise 1: separated_species(counts, groups) -> sorted column indices -------------------------
 
 

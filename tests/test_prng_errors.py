@@ -5,6 +5,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def test_reusing_a_typed_key_raises_key_reuse_error():
     """Cell 'Catching reuse': a second draw from a consumed key, with the checker on."""

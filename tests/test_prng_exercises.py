@@ -2,8 +2,12 @@
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
+
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
 
 # Exercise 1 ------------------------------------------------------------------------------------
 

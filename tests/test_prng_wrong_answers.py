@@ -9,6 +9,9 @@ import pytest
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _fails_with(verdict, *fragments: str) -> None:
     assert not verdict, "a wrong answer passed"

@@ -18,6 +18,9 @@ from jaxcourse.exercises.profiling import scan_loss, wide_body
 from jaxcourse.pln import simulate
 from jaxcourse.pln.costs import iteration_cost
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 SQUARE = jax.ShapeDtypeStruct((256, 256), jnp.float32)
 
 

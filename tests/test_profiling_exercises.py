@@ -5,8 +5,12 @@ import collections
 
 import jax
 import jax.numpy as jnp
+import pytest
 
 from jaxcourse.exercises import profiling as exercises
+
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
 
 
 def stub(*args, **kwargs):

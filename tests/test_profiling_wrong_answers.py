@@ -18,6 +18,9 @@ from jaxcourse.exercises.profiling import (
     wide_body,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 # Exercise 1: intensity(fn, *args) = FLOPs / bytes of the compiled program ------------------------
 
 

@@ -17,6 +17,9 @@ import pytest
 
 from tools import install
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[1]
 
 

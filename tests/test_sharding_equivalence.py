@@ -15,6 +15,9 @@ from jax.sharding import PartitionSpec as P
 from jaxcourse import parallel, pln
 from jaxcourse.pln._sharded import sharded_elbo
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 N_DEVICES = 4
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
 

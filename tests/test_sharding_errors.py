@@ -9,6 +9,9 @@ from jax.sharding import PartitionSpec as P
 
 from jaxcourse import parallel
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def devices():

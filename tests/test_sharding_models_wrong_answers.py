@@ -16,6 +16,9 @@ from jaxcourse.exercises.sharding_models import (
     check_ring_all_gather,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def mesh():

@@ -17,6 +17,9 @@ from jaxcourse.exercises.sharding import (
     check_sharded_profiled_elbo,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def mesh():

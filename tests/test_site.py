@@ -26,6 +26,9 @@ from tools.bibliography import load_bibliography
 from tools.quarto_markdown import LEFTOVER_PATTERNS
 from tools.site import SitePage, build_site, local_links, outline
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[1]
 FAST_CHAPTER = "prng"
 """Executed when `_executed/` is not fresh: one of the fastest chapters, and it draws three figures."""

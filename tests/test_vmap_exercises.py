@@ -11,6 +11,9 @@ from jaxcourse.exercises.vmap import (
     check_predict_all,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _stub(*args):
     raise NotImplementedError

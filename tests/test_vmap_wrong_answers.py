@@ -12,6 +12,9 @@ from jaxcourse.exercises.vmap import (
     check_predict_all,
 )
 
+# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 
 def _fails_with(verdict, *fragments: str) -> None:
     assert not verdict, "a wrong answer passed"
