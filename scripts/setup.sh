@@ -4,7 +4,7 @@
 # only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the interpreter.
 #
 #   bash scripts/setup.sh            # the install chosen last time; the first time, the full one
-#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (.venv: 1.0 GB)
+#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (.venv: 1.1 GB)
 #   bash scripts/setup.sh --full     # everything: Part II's comparison with pyPLNmodels, the tests
 #   bash scripts/setup.sh --cuda     # full, with PyPI's CUDA build of torch instead of the CPU one
 #   bash scripts/setup.sh --which-python   # only prints the interpreter it would use
