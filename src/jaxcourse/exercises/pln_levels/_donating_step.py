@@ -167,43 +167,62 @@ def check_donating_step(step: Callable) -> None:
     )
 
 
+def _require_moved_as_expected(
+    part,
+    expected,
+    start,
+    *,
+    tolerance: float,
+    unchanged_tolerance: tuple,
+    unchanged: str,
+    other: str,
+) -> None:
+    """`part` of the returned state equals level 1's after one step; else the hint says whether it
+    was handed back as it came in (`unchanged`) or moved some other way (`other`)."""
+    if close(part, expected, rtol=1e-4, atol=tolerance):
+        return
+    rtol, atol = unchanged_tolerance
+    require(not close(part, start, rtol=rtol, atol=atol), unchanged)
+    require(False, other)
+
+
 def _require_first_state(new_state: tuple, expected: tuple, start: tuple) -> None:
     """The state one step returned is level 1's after one step; a part left as it came in, or
     moved by another optimizer, is named."""
     variational, params, opt_state = new_state
-    if not close(variational, expected[0], rtol=1e-4, atol=1e-4):
-        require(
-            not close(variational, start[0], rtol=1e-6, atol=1e-6),
-            "your step returned the variational parameters it was given: return those that "
-            "level1.optimizer_step returns.",
-        )
-        require(
-            False,
-            "after one step your variational parameters differ from level 1's: your step moved them "
-            "differently from pln.ADAM (another optimizer, or another learning rate). Update them with "
-            "level1.optimizer_step(variational, grads, opt_state, pln.ADAM).",
-        )
-    if not close(opt_state, expected[2], rtol=1e-4, atol=1e-6):
-        require(
-            not close(opt_state, start[2], rtol=1e-6, atol=1e-8),
-            "your step returned the opt_state you were given: Adam's moments and step count never "
-            "advance. Return the opt_state that level1.optimizer_step returns.",
-        )
-        require(
-            False,
-            "after one step your opt_state differs from pln.ADAM's: return the opt_state that "
-            "level1.optimizer_step(variational, grads, opt_state, pln.ADAM) returns.",
-        )
-    if not close(params, expected[1], rtol=1e-4, atol=1e-4):
-        require(
-            not close(params, start[1], rtol=1e-4, atol=1e-4),
-            "the params your step returned are those of the state it started from (the params you "
-            "were given, or closed_form_step on the old variational parameters): B and Sigma must "
-            "follow the new variational parameters. Call closed_form_step(data, variational) after "
-            "optimizer_step.",
-        )
-        require(
-            False,
-            "after one step your params differ from level 1's: recompute them with "
-            "level1.closed_form_step(data, variational) on the new variational parameters.",
-        )
+    _require_moved_as_expected(
+        variational,
+        expected[0],
+        start[0],
+        tolerance=1e-4,
+        unchanged_tolerance=(1e-6, 1e-6),
+        unchanged="your step returned the variational parameters it was given: return those that "
+        "level1.optimizer_step returns.",
+        other="after one step your variational parameters differ from level 1's: your step moved "
+        "them differently from pln.ADAM (another optimizer, or another learning rate). Update them "
+        "with level1.optimizer_step(variational, grads, opt_state, pln.ADAM).",
+    )
+    _require_moved_as_expected(
+        opt_state,
+        expected[2],
+        start[2],
+        tolerance=1e-6,
+        unchanged_tolerance=(1e-6, 1e-8),
+        unchanged="your step returned the opt_state you were given: Adam's moments and step count "
+        "never advance. Return the opt_state that level1.optimizer_step returns.",
+        other="after one step your opt_state differs from pln.ADAM's: return the opt_state that "
+        "level1.optimizer_step(variational, grads, opt_state, pln.ADAM) returns.",
+    )
+    _require_moved_as_expected(
+        params,
+        expected[1],
+        start[1],
+        tolerance=1e-4,
+        unchanged_tolerance=(1e-4, 1e-4),
+        unchanged="the params your step returned are those of the state it started from (the "
+        "params you were given, or closed_form_step on the old variational parameters): B and "
+        "Sigma must follow the new variational parameters. Call closed_form_step(data, "
+        "variational) after optimizer_step.",
+        other="after one step your params differ from level 1's: recompute them with "
+        "level1.closed_form_step(data, variational) on the new variational parameters.",
+    )
