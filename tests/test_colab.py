@@ -72,7 +72,7 @@ def test_the_student_folder_is_the_notebooks_one():
 
 
 def test_the_course_is_installed_from_the_release_tag_of_its_version():
-    """Not a moving branch: the tag v<pyproject's version>, which the README says how to cut."""
+    """Not a moving branch: the tag v<pyproject's version>, which CONTRIBUTING says how to cut."""
     version = book.course_version()
     assert (
         version
@@ -81,8 +81,8 @@ def test_the_course_is_installed_from_the_release_tag_of_its_version():
     assert notebook_setup.REF == book.REF == f"v{version}"
     assert notebook_setup.COURSE_REQUIREMENT.endswith(f"@v{version}")
     assert notebook_setup.setup_source().count(f'COURSE_VERSION = "{version}"') == 1
-    readme = (ROOT / "README.md").read_text()
-    assert "git tag v<version>" in readme and "git push origin v<version>" in readme
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "git tag v<version>" in guide and "git push origin v<version>" in guide
 
 
 def test_the_course_dependencies_are_pinned_to_requirements_txt():

@@ -630,3 +630,30 @@ def test_on_colab_the_missing_module_message_gives_a_pip_cell(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     message = optional.missing_compare_message(["pyPLNmodels"], "this cell")
     assert "%pip install pyPLNmodels 'setuptools<81'" in message and "scripts/" not in message
+
+
+# --- The README is a learner's ---------------------------------------------------------------
+
+
+def test_the_readme_starts_with_a_learners_commands_and_says_which_install():
+    """Its first command installs what Part I needs and says so; --full is named for Part II; it
+    says how to open the notebooks (check-setup's last line), where progress is, and is short."""
+    from tools.learner import OPEN_NOTEBOOKS
+
+    readme = (ROOT / "README.md").read_text()
+    first = re.search(r"```bash\n(.*?)\n", readme)[1]
+    assert first.startswith("bash scripts/check-setup.sh --part1") and "Part I" in first
+    assert "bash scripts/check-setup.sh --full" in readme and "Part II" in readme
+    assert OPEN_NOTEBOOKS in readme and "python -m jaxcourse.progress" in readme
+    assert "colab.research.google.com" in readme and "jax-just-in-time.github.io" in readme
+    assert len(readme.encode()) < 5 * 1024, "the README is a learner's first screen: keep it short"
+    assert "## Architecture" not in readme and "git tag" not in readme  # CONTRIBUTING's
+
+
+def test_the_readme_states_the_measured_sizes_that_tools_install_holds():
+    readme = (ROOT / "README.md").read_text()
+    part1 = next(line for line in readme.splitlines() if line.startswith("| `--part1`"))
+    full = next(line for line in readme.splitlines() if line.startswith("| `--full`"))
+    assert install.PART1_DOWNLOAD in part1 and install.PART1_INSTALLED in part1
+    assert install.COMPARE_DOWNLOAD_CPU in full and install.COMPARE_DOWNLOAD_CUDA in full
+    assert install.FULL_INSTALLED_CUDA in full
