@@ -9,7 +9,7 @@
 # executed again, so a second run with nothing changed takes seconds.
 #
 #   bash scripts/course.sh              # every chapter (those unchanged since their last run are kept)
-#   bash scripts/course.sh prng vmap    # only these (chapters executed before stay in _site/)
+#   bash scripts/course.sh prng vmap    # only these and the glossary (chapters executed before stay)
 #   bash scripts/course.sh --force      # execute every chapter again, changed or not
 #
 # JAXCOURSE_SKIP_SETUP=1 skips the set-up step (the tests use it); JAXCOURSE_WITHOUT_QUARTO=1 builds

@@ -135,3 +135,33 @@ def test_a_prefix_of_a_draw_is_the_smaller_draw_only_with_the_partitionable_layo
     assert facts() == (True, True, False)
     with jax.threefry_partitionable(False):
         assert facts() == (False, False, False)
+
+
+@pytest.mark.parametrize("impl", ["rbg", "unsafe_rbg"])
+def test_vmap_over_rbg_keys_draws_from_the_first_key_only(impl):
+    """Section sec-prng-impl: under vmap, a batch of RBG keys gives one draw of the batch's size
+    from its first key, not a draw per key; threefry keys map exactly."""
+    keys = jax.random.split(jax.random.key(0, impl=impl), 4)
+    mapped = jax.vmap(jax.random.normal)(keys)
+    looped = jnp.stack([jax.random.normal(k) for k in keys])
+    assert jnp.array_equal(mapped, jax.random.normal(keys[0], (4,)))
+    assert not jnp.array_equal(mapped, looped)
+    threefry_keys = jax.random.split(jax.random.key(0), 4)
+    assert jnp.array_equal(
+        jax.vmap(jax.random.normal)(threefry_keys),
+        jnp.stack([jax.random.normal(k) for k in threefry_keys]),
+    )
+
+
+def test_key_implementations_and_their_key_data():
+    """Section sec-prng-impl: each impl shows in the key's dtype; rbg key data is 4 uint32, and
+    wrap_key_data needs the same impl back."""
+    dtypes = {impl: str(jax.random.key(0, impl=impl).dtype) for impl in ("threefry2x32", "rbg")}
+    assert dtypes == {"threefry2x32": "key<fry>", "rbg": "key<rbg>"}
+    data = jax.random.key_data(jax.random.key(0, impl="rbg"))
+    assert data.shape == (4,) and data.dtype == jnp.uint32
+    assert str(jax.random.wrap_key_data(data, impl="rbg").dtype) == "key<rbg>"
+    with pytest.raises(TypeError, match=r"expected key_data.shape to end with \(2,\)"):
+        jax.random.wrap_key_data(data)
+    assert jax.config.jax_threefry_partitionable is True
+    assert jax.config.jax_default_prng_impl == "threefry2x32"

@@ -189,3 +189,18 @@ def test_aux_data_is_compared_with_eq_not_hashed():
     assert len(traces) == 2
     first, other = jax.tree.structure(Box(1.0, [1, 2])), jax.tree.structure(Box(1.0, (5,)))
     assert hash(first) == hash(other) and first != other
+
+
+def test_a_key_path_entry_is_not_the_string_it_holds():
+    """Section sec-pytrees-key-paths: comparing a path entry with a string is silently False, so
+    a mask built that way masks nothing; comparing its .key (or keystr) works."""
+    params = [
+        {"w": jnp.ones((1, 3)), "b": jnp.zeros(3)},
+        {"w": jnp.ones((3, 1)), "b": jnp.zeros(1)},
+    ]
+    by_string = jax.tree.map_with_path(lambda path, _: path[-1] == "w", params)
+    by_key = jax.tree.map_with_path(lambda path, _: path[-1].key == "w", params)
+    assert not any(jax.tree.leaves(by_string))
+    assert by_key == [{"b": False, "w": True}, {"b": False, "w": True}]
+    paths = [jax.tree_util.keystr(path) for path, _ in jax.tree.leaves_with_path(params)]
+    assert paths == ["[0]['b']", "[0]['w']", "[1]['b']", "[1]['w']"]

@@ -237,4 +237,21 @@ def test_a_part_one_install_runs_part_one_only(tmp_path, monkeypatch, capsys):
     assert asked == [["jit", "vmap", "glossary"]]
     assert "Part I's chapters only" in capsys.readouterr().out
     assert run_course.main(["--root", str(tmp_path), "pln-model"]) == 0
-    assert asked[-1] == ["pln-model"]
+    assert asked[-1] == ["pln-model", "glossary"]
+
+
+def test_named_chapters_bring_the_glossary_their_links_point_to(tmp_path, monkeypatch):
+    """`course.sh jit vmap` runs the glossary too, so that the local book's glossary links stay
+    local; named once when asked for, and not added to a book without one."""
+    (tmp_path / "notebooks").mkdir()
+    for name in ("jit", "vmap", "glossary"):
+        (tmp_path / "notebooks" / f"{name}.ipynb").write_text("{}")
+    asked = []
+    monkeypatch.setattr(
+        run_course, "run_course", lambda root, names, **kwargs: asked.append(names) or []
+    )
+    assert run_course.main(["--root", str(tmp_path), "jit", "vmap"]) == 0
+    assert run_course.main(["--root", str(tmp_path), "glossary", "jit"]) == 0
+    (tmp_path / "notebooks" / "glossary.ipynb").unlink()
+    assert run_course.main(["--root", str(tmp_path), "jit"]) == 0
+    assert asked == [["jit", "vmap", "glossary"], ["glossary", "jit"], ["jit"]]

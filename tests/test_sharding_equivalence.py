@@ -12,7 +12,7 @@ from jax import lax
 from jax.sharding import AxisType, Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jaxcourse import parallel, pln
+from jaxcourse import hlo, parallel, pln
 from jaxcourse.pln._sharded import sharded_elbo
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
@@ -360,3 +360,29 @@ def test_queued_collective_steps_finish_without_waiting():
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert len(result.stdout.split()) == 3
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda key: jax.random.normal(key, (128, 3)),
+        lambda key: jax.random.split(key, 128),
+        lambda key: jax.random.bernoulli(key, 0.5, (128, 8)),
+    ],
+    ids=["normal", "split", "bernoulli"],
+)
+def test_sharded_random_draws_communicate_only_without_the_partitionable_flag(mesh, draw):
+    """Chapter (sec-sharding-random): a draw jitted with rows split over the mesh compiles to no
+    collective with jax_threefry_partitionable on, to some with it off, and equals the same draw
+    on one device."""
+    key = jax.random.key(0)
+    sharded = jax.jit(draw, out_shardings=NamedSharding(mesh, P(parallel.AXIS)))
+    with jax.threefry_partitionable(True):
+        assert not any(hlo.collective_counts(sharded, key).values())
+        result = sharded(key)
+    with jax.threefry_partitionable(False):
+        assert sum(hlo.collective_counts(sharded, key).values()) > 0
+    single = draw(key)
+    if jax.dtypes.issubdtype(single.dtype, jax.dtypes.prng_key):
+        result, single = jax.random.key_data(result), jax.random.key_data(single)
+    assert np.array_equal(np.asarray(result), np.asarray(single))

@@ -71,10 +71,28 @@ def test_explicit_mesh_needs_placed_params(mesh, batch, params0):
 
 
 def test_shard_map_rejects_unsharded_input(mesh, batch, params0):
-    """On an Explicit mesh, shard_map does not reshard: inputs must already match in_specs."""
+    """On an Explicit mesh, shard_map does not reshard: inputs must already match in_specs. The
+    message offers what the chapter says: leave out in_specs, or `jax.reshard` the arguments (it
+    does not name device_put)."""
     x, y = batch
-    with pytest.raises(ValueError, match="does not match the specs of the input"):
+    with pytest.raises(ValueError, match="does not match the specs of the input") as raised:
         parallel.make_shard_map_step(mesh)(params0, x, y)
+    message = str(raised.value)
+    assert "P(None, None)" in message
+    assert "you can omit specifying it and shard_map will infer the in_specs" in message
+    assert "you can use `jax.reshard` on the arguments" in message
+    assert "device_put" not in message
+
+
+def test_reshard_and_device_put_both_fix_the_unsharded_input(mesh, batch, params0):
+    """The chapter's fix: jax.reshard gives the same layout as device_put, and the same step."""
+    x, y = batch
+    rows = NamedSharding(mesh, P(parallel.AXIS))
+    step = parallel.make_shard_map_step(mesh)
+    resharded = step(params0, jax.reshard(x, rows), jax.reshard(y, rows))
+    placed = step(params0, jax.device_put(x, rows), jax.device_put(y, rows))
+    assert jax.typeof(jax.reshard(x, rows)) == jax.typeof(jax.device_put(x, rows))
+    assert parallel.max_abs_difference(resharded, placed) == 0.0
 
 
 def test_set_mesh_replicates_uncommitted_params(mesh, batch, params0):

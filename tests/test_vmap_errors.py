@@ -121,3 +121,41 @@ def test_jit_of_vmap_compiles_per_batch_shape_with_a_program_of_one_size():
     sizes = {k: len(jax.make_jaxpr(jax.vmap(one))(jnp.ones((k, 3, 3))).eqns) for k in (2, 8)}
     unrolled = {k: len(jax.make_jaxpr(python_loop)(jnp.ones((k, 3, 3))).eqns) for k in (2, 8)}
     assert sizes[2] == sizes[8] and unrolled[8] > unrolled[2]
+
+
+def test_rank_promotion_raise_refuses_the_forgotten_keepdims():
+    """A (3, 3) batch divided by its (3,) norms broadcasts silently by default, and raises under
+    jax.numpy_rank_promotion("raise"); the same-rank keepdims version and scalars pass."""
+    three = jax.random.normal(jax.random.key(0), (3, 3))
+    norms = jnp.linalg.norm(three, axis=-1)
+    assert (three / norms).shape == (3, 3)  # the default, "allow": no error
+    with jax.numpy_rank_promotion("raise"):
+        with pytest.raises(
+            ValueError,
+            match=r"Operands could not be broadcast together for true_divide on shapes \(3, 3\) "
+            r"\(3,\) and with the config option jax_numpy_rank_promotion='raise'",
+        ) as info:
+            three / norms
+        assert type(info.value) is ValueError
+        assert (three / norms[:, None]).shape == (3, 3)
+        assert (2.0 * three).shape == (3, 3)
+        assert jax.vmap(lambda v: v / jnp.linalg.norm(v))(three).shape == (3, 3)
+
+
+def test_rank_promotion_setting_retraces_a_jitted_function_and_misses_where():
+    """The chapter's box: a function jitted under "allow" is traced again under "raise" and
+    refused; jnp.where still broadcasts (3, 3) against (3,) under "raise"."""
+    three = jnp.ones((3, 3))
+    traces = []
+
+    def divide_by_norms(a):
+        traces.append(1)
+        return a / jnp.linalg.norm(a, axis=-1)
+
+    compiled = jax.jit(divide_by_norms)
+    compiled(three)
+    with jax.numpy_rank_promotion("raise"):
+        with pytest.raises(ValueError, match="jax_numpy_rank_promotion='raise'"):
+            compiled(three)
+        assert jnp.where(three > 0, three, jnp.zeros(3)).shape == (3, 3)
+    assert len(traces) == 2

@@ -143,6 +143,24 @@ def test_positive_mean_nan_for_an_empty_row_fails():
     assert not verdict and "NaN" in verdict.message
 
 
+def test_positive_mean_solution_comment_on_nan_gradients_holds():
+    """The solution's comment: without maximum(count, 1), the discarded 0/0 is NaN, yet the
+    gradient at a row with no positive entry stays 0 (the inner where masks every entry); with
+    jnp.where(x > 0, jnp.log(x), 0.0) the NaN does reach the gradient, at x = 0."""
+
+    def unguarded(x):
+        positive = x > 0
+        count = positive.sum()
+        return jnp.where(count > 0, jnp.where(positive, x, 0.0).sum() / count, 0.0)
+
+    no_positive = jnp.array([-1.0, -2.0, 0.0])
+    assert bool(jnp.isnan(jnp.where(no_positive > 0, no_positive, 0.0).sum() / 0))
+    assert jnp.array_equal(jax.grad(unguarded)(no_positive), jnp.zeros(3))
+    assert check_positive_mean(unguarded)
+    log_grad = jax.grad(lambda x: jnp.where(x > 0, jnp.log(x), 0.0).sum())(no_positive)
+    assert bool(jnp.isnan(log_grad[2])) and not bool(jnp.isnan(log_grad[:2]).any())
+
+
 # Exercise 3 -----------------------------------------------------------------------------
 
 

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import jupytext
 import nbformat
+import yaml
 
 from tools import colab, solutions
 from tools.bibliography import reference_list
@@ -79,6 +80,8 @@ def code_cells(source: str, converter: ChapterConverter) -> list:
     if _is_false(options, "include") or _is_false(options, "output"):
         cell.metadata.setdefault("jupyter", {})["outputs_hidden"] = True
     label = option_value(options, "label")
+    if converter.boxes and "fig-alt" in options:  # for the local book's <img alt="...">
+        cell.metadata["fig-alt"] = str(yaml.safe_load(options["fig-alt"]))
     for kind, after in (("fig", True), ("tbl", False)):
         caption = option_value(options, f"{kind}-cap")
         if caption:
@@ -149,6 +152,14 @@ def stable_cell_ids(cells: list, labels: dict[int, str]) -> None:
         cell.id = candidate
 
 
+def _in_callouts(cells: list, callouts: tuple[dict, ...]) -> list:
+    """The cells, marked as lying in `callouts` (the local book's notebook, `boxes=True`)."""
+    for cell in cells:
+        if callouts:
+            cell.metadata["callouts"] = [dict(callout) for callout in callouts]
+    return cells
+
+
 def chapter_to_notebook(
     text: str,
     notebook_name: str,
@@ -156,18 +167,22 @@ def chapter_to_notebook(
     student: bool = False,
     book: Book | None = None,
     page: str | None = None,
+    boxes: bool = False,
 ) -> nbformat.NotebookNode:
     """Converts the text of one .qmd chapter to a notebook without outputs.
 
     `notebook_name` is the path below `notebooks/` (it sets the Colab badge); `student=True`
     leaves out the exercise solutions. `book` (the repository's by default) numbers the
     cross-references; `page` is the chapter's path in the book (by default
-    `chapters/<notebook stem>.qmd`).
+    `chapters/<notebook stem>.qmd`). `boxes=True` is the local book's (`tools.site`) version: a
+    callout is no block quote, but every cell inside one lists it in `metadata["callouts"]`
+    (outermost first: number, kind, title, collapse), and a figure's cell keeps its
+    `metadata["fig-alt"]`; its code cells, ids included, are those of the notebook.
     """
     book = book or load_book()
     page = page or f"chapters/{Path(notebook_name).stem}.qmd"
     numbered = book.pages.get(page) or number_page(page, text, None)
-    converter = ChapterConverter(book, numbered, student=student)
+    converter = ChapterConverter(book, numbered, student=student, boxes=boxes)
     cells = list(jupytext.reads(text, fmt="Rmd").cells)
     title = "Untitled"
     if cells and cells[0].cell_type == "raw" and cells[0].source.startswith("---"):
@@ -190,7 +205,11 @@ def chapter_to_notebook(
                 labels[len(new_cells) + code] = option_value(
                     cell_options(cell.source.split("\n")), "label"
                 )
-                new_cells.extend(made)
+                new_cells.extend(_in_callouts(made, converter.open_callouts()) if boxes else made)
+            continue
+        if boxes:
+            for callouts, source in converter.markdown_pieces(cell.source):
+                new_cells += _in_callouts([nbformat.v4.new_markdown_cell(source)], callouts)
             continue
         source = converter.markdown(cell.source)
         if source:

@@ -6,7 +6,9 @@
   the reference; the notebook then ends with a list of what it cites;
 - links to `.qmd` pages and relative images: addresses on the published book;
 - headings: Quarto's number in front, attributes (`{#sec-x}`, `{.unnumbered}`) removed;
-- callouts: a bold title and a block quote (solution callouts dropped from student notebooks);
+- callouts: a bold title and a block quote (solution callouts dropped from student notebooks), or,
+  for the local book (`boxes=True`), the callouts each piece of Markdown lies in
+  (`markdown_pieces`), so that `tools.site` draws each callout as one box around all its cells;
   other `:::` divs: their content;
 - `$$ ... $$ {#eq-x}`: `\\tag{2.1}` inside the display math; spans, footnotes, table captions
   made plain, except that a span that is only an anchor (`[term]{#gloss-term}`, the glossary's)
@@ -59,13 +61,16 @@ class ChapterConverter:
 
     Callouts can enclose code cells, so whether a code cell is kept (`keeps_code`) depends on
     the Markdown before it; numbered headings are matched to `page.headings` by their text.
+    With `boxes=True` a callout is not a block quote: `markdown_pieces` says which callouts each
+    piece of a cell lies in, and `open_callouts` which ones a code cell at this point lies in.
     """
 
-    def __init__(self, book: Book, page: Page, *, student: bool = False):
-        self.book, self.page, self.student = book, page, student
+    def __init__(self, book: Book, page: Page, *, student: bool = False, boxes: bool = False):
+        self.book, self.page, self.student, self.boxes = book, page, student, boxes
         self.cited: list[str] = []
         self._headings = list(page.headings)
         self._divs: list[dict] = []  # open ::: blocks, innermost last
+        self._callouts = 0  # how many callouts have opened: each one's number
 
     # --- inline syntax ------------------------------------------------------------------
 
@@ -193,14 +198,19 @@ class ChapterConverter:
         if self.student and div["collapse"] and title.strip().lower() == "solution":
             div["dropped"] = True
             return ["", STUDENT_NOTE, ""], self._quote_depth() - 1
+        if self.boxes:  # the box shows its title
+            div["title"] = self.inline(title)
+            return [], self._quote_depth()
         return [f"**{self.inline(title)}**", ""], self._quote_depth()
 
     def _open_div(self, attributes: str) -> None:
         callout = CALLOUT.search(attributes)
         title = re.search(r'title="([^"]*)"', attributes)
+        self._callouts += callout is not None
         self._divs.append(
             {
                 "callout": callout.group(1) if callout else None,
+                "number": self._callouts,
                 "title": title.group(1) if title else None,
                 "collapse": 'collapse="true"' in attributes,
                 "pending": callout is not None,
@@ -215,16 +225,48 @@ class ChapterConverter:
         """Whether a code cell at this point belongs in the notebook (not inside a dropped solution)."""
         return not self._dropping()
 
+    def open_callouts(self) -> tuple[dict, ...]:
+        """The callouts open at this point, outermost first: number, kind, title, collapsed."""
+        return tuple(
+            {
+                "number": div["number"],
+                "kind": div["callout"],
+                "title": div["title"] or div["callout"].capitalize(),
+                "collapse": div["collapse"],
+            }
+            for div in self._divs
+            if div["callout"]
+        )
+
     def markdown(self, source: str) -> str:
         """One Markdown cell, converted; '' when nothing of it is left."""
-        out: list[str] = []
+        return _tidy([line for _, line in self._convert(source)])
+
+    def markdown_pieces(self, source: str) -> list[tuple[tuple[dict, ...], str]]:
+        """One Markdown cell (with `boxes=True`), converted and cut where a callout opens or
+        closes: each non-empty piece with the callouts it lies in (`open_callouts`)."""
+        pieces: list[tuple[tuple[dict, ...], list[str]]] = []
+        for callouts, line in self._convert(source):
+            if pieces and pieces[-1][0] == callouts:
+                pieces[-1][1].append(line)
+            else:
+                pieces.append((callouts, [line]))
+        return [(callouts, _tidy(lines)) for callouts, lines in pieces if _tidy(lines)]
+
+    def _convert(self, source: str) -> list[tuple[tuple[dict, ...], str]]:
+        """One Markdown cell's lines, each with the callouts it lies in (none unless `boxes`)."""
+        out: list[tuple[tuple[dict, ...], str]] = []
         paragraph: list[str] = []
         fence: str | None = None
 
         def emit(lines: list[str], depth: int | None = None) -> None:
+            if self.boxes:
+                callouts = self.open_callouts()
+                out.extend((callouts, line) for line in lines)
+                return
             depth = self._quote_depth() if depth is None else depth
             prefix = "> " * depth
-            out.extend((prefix + line).rstrip() if depth else line for line in lines)
+            out.extend(((), (prefix + line).rstrip() if depth else line) for line in lines)
 
         def flush() -> None:
             if paragraph and not self._dropping():
@@ -268,7 +310,7 @@ class ChapterConverter:
             elif div:
                 closed = self._divs.pop() if self._divs else None
                 if closed and closed["callout"] and not self._dropping():
-                    out.append("")
+                    emit([""], 0)
             elif self._dropping():
                 continue
             elif heading:
@@ -281,7 +323,7 @@ class ChapterConverter:
         pending = self._pending_callout()
         if pending and not self._dropping():  # a callout that opens right before a code cell
             emit(*self._callout_header(pending, None))
-        return _tidy(out)
+        return out
 
 
 def _tidy(lines: list[str]) -> str:

@@ -2,7 +2,7 @@
 
 Usage, from the repository root (`scripts/course.sh` runs it when Quarto is not used):
     python -m tools.run_course                # every chapter whose notebook or package changed
-    python -m tools.run_course prng vmap      # only these
+    python -m tools.run_course prng vmap      # only these, and the glossary they link to
     python -m tools.run_course --force        # every chapter, changed or not
 
 Each chapter's notebook (`notebooks/<chapter>.ipynb`) runs in a fresh `python3` Jupyter kernel
@@ -296,6 +296,18 @@ def part_one_chapters(root: Path) -> list[str]:
     ]
 
 
+GLOSSARY = "glossary"
+"""Run with any chapter named: the chapters link their terms to it, and the local book keeps those
+links local only where the glossary page is built."""
+
+
+def with_glossary(root: Path, names: list[str]) -> list[str]:
+    """Named chapters and the glossary, which they link to (once, and only where the book has one)."""
+    if names and GLOSSARY not in names and (root / "notebooks" / f"{GLOSSARY}.ipynb").is_file():
+        return [*names, GLOSSARY]
+    return names
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapters", nargs="*", help="names of notebooks/*.ipynb (default: all)")
@@ -321,7 +333,9 @@ def main(argv: list[str] | None = None) -> int:
             "A Part I install (scripts/setup.sh --part1): running Part I's chapters only; "
             "bash scripts/setup.sh --full adds what Part II needs."
         )
-    results = run_course(args.root, names, force=args.force, log_path=args.log)
+    results = run_course(
+        args.root, with_glossary(args.root, names), force=args.force, log_path=args.log
+    )
     return 1 if any(r.status == "failed" for r in results) else 0
 
 
