@@ -113,10 +113,10 @@ def counterpart_markdown(notebook: str, repository: str = REPOSITORY, ref: str =
             f"([open it in Colab]({notebook_url(solutions, repository, ref)}))."
         )
     return (
-        f"**This notebook shows every solution.** To do the exercises yourself, work in the "
-        f"exercise notebook, `notebooks/{exercises}` in the course's folder (on a laptop, your "
-        f"copy is `{WORK_DIR}/{solutions}`), or "
-        f"[open it in Colab]({notebook_url(exercises, repository, ref)})."
+        f"**The exercises without their solutions:** the exercise notebook, "
+        f"`notebooks/{exercises}` in the course's folder (on a laptop, your copy is "
+        f"`{WORK_DIR}/{solutions}`), or [open it in Colab]({notebook_url(exercises, repository, ref)}). "
+        "Work there: this version holds every solution."
     )
 
 
