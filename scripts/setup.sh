@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Set up the course in .venv/: a virtual environment on Python 3.13 (Colab's) or 3.12, with the
-# pinned requirements.txt and the course package (pip install -e .). Safe to run again: it then
-# only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the interpreter.
+# pinned requirements.txt (what a learner runs) and the course package (pip install -e .). Safe to
+# run again: it then only installs what changed. JAXCOURSE_PYTHON=/path/to/python chooses the
+# interpreter.
 #
 #   bash scripts/setup.sh            # the install chosen last time; the first time, the full one
-#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels (.venv: 1.1 GB)
-#   bash scripts/setup.sh --full     # everything: Part II's comparison with pyPLNmodels, the tests
-#   bash scripts/setup.sh --cuda     # full, with PyPI's CUDA build of torch instead of the CPU one
+#   bash scripts/setup.sh --part1    # Part I alone: no torch, no pyPLNmodels
+#   bash scripts/setup.sh --full     # every chapter: Part II's comparison with pyPLNmodels too
+#   bash scripts/setup.sh --dev      # full, plus requirements-dev.txt's tests and lint (test.sh)
+#   bash scripts/setup.sh --cuda     # full (or dev), with PyPI's CUDA build of torch, not the CPU one
 #   bash scripts/setup.sh --which-python   # only prints the interpreter it would use
 #
-# JAXCOURSE_INSTALL=part1|full does what --part1/--full do (scripts/course.sh and check-setup.sh
-# run this script without options, so `JAXCOURSE_INSTALL=part1 bash scripts/check-setup.sh` keeps
-# to Part I); the choice is kept in .venv/jaxcourse-install for the next runs. JAXCOURSE_TORCH=cuda
+# JAXCOURSE_INSTALL=part1|full|dev does what --part1/--full/--dev do (scripts/course.sh and
+# check-setup.sh run this script without options, so `JAXCOURSE_INSTALL=part1 bash
+# scripts/check-setup.sh` keeps to Part I); the choice is kept in .venv/jaxcourse-install for the
+# next runs. JAXCOURSE_TORCH=cuda
 # asks a full install for the CUDA build, as --cuda does. What each install downloads, and where torch comes from (PyTorch's CPU wheel index
 # when it is reachable, else PyPI): tools/install.py.
 #
@@ -27,18 +30,22 @@ for option in "$@"; do
     case "$option" in
         --part1) mode=part1 ;;
         --full) mode=full ;;
-        --cuda) mode=full torch_build=cuda ;;
+        --dev) mode=dev ;;
+        --cuda)
+            torch_build=cuda
+            [ "$mode" = dev ] || mode=full
+            ;;
         --which-python) which_only=1 ;;
         *)
-            echo "Unknown option '$option': use --part1, --full, --cuda or --which-python." >&2
+            echo "Unknown option '$option': use --part1, --full, --dev, --cuda or --which-python." >&2
             exit 2
             ;;
     esac
 done
 case "$mode" in
-    "" | part1 | full) ;;
+    "" | part1 | full | dev) ;;
     *)
-        echo "JAXCOURSE_INSTALL must be part1 or full, not '$mode'." >&2
+        echo "JAXCOURSE_INSTALL must be part1, full or dev, not '$mode'." >&2
         exit 2
         ;;
 esac
@@ -96,7 +103,7 @@ fi
 
 if [ -z "$mode" ]; then  # no choice made now: the one made last time, else the full install
     mode=$(cat .venv/jaxcourse-install 2>/dev/null || echo full)
-    [ "$mode" = part1 ] || mode=full
+    case "$mode" in part1 | dev) ;; *) mode=full ;; esac
 fi
 "$python" -m tools.install announce "$mode"
 
@@ -106,14 +113,14 @@ if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
     "$python" -m venv .venv
 fi
 
-# Nothing to install when what the install is made from (requirements, pyproject.toml, this script,
-# the install's mode and torch build) is what the last finished set-up had: a second run is quick
+# Nothing to install when what the install is made from (requirements.txt, requirements-dev.txt,
+# pyproject.toml, this script, the install's mode and torch build) is what the last finished set-up had: a second run is quick
 # and needs no network. JAXCOURSE_FORCE_SETUP=1 installs again anyway.
 stamp=.venv/jaxcourse-setup-inputs
-inputs=$({ cat requirements*.txt pyproject.toml scripts/setup.sh; echo "$mode $torch_build"; } |
+inputs=$({ cat requirements.txt requirements-dev.txt pyproject.toml scripts/setup.sh; echo "$mode $torch_build"; } |
     "$python" -c 'import hashlib, sys; print(hashlib.sha256(sys.stdin.buffer.read()).hexdigest())')
 if [ "${JAXCOURSE_FORCE_SETUP:-}" != 1 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$inputs" ]; then
-    echo "Nothing to install: requirements, pyproject.toml and setup.sh are unchanged since the" \
+    echo "Nothing to install: requirements*.txt, pyproject.toml and setup.sh are unchanged since the" \
         "last set-up (JAXCOURSE_FORCE_SETUP=1 installs again)."
     .venv/bin/python -m tools.install check "$mode"
     exit 0
@@ -121,7 +128,7 @@ fi
 rm -f "$stamp"
 
 pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
-if [ "$mode" = full ]; then
+if [ "$mode" != part1 ]; then
     cuda=""
     [ "$torch_build" = cuda ] && cuda=--cuda
     # The pinned torch from PyTorch's CPU wheel index, or nothing (pip then takes PyPI's with the
@@ -131,11 +138,15 @@ if [ "$mode" = full ]; then
         read -r -a torch_args <<<"$torch_line"
         "${pip[@]}" "${torch_args[@]}"
     fi
-    "${pip[@]}" -r requirements.txt
-else
-    "$python" -m tools.install requirements part1 >.venv/requirements-part1.txt
-    "${pip[@]}" -r .venv/requirements-part1.txt
 fi
+case "$mode" in
+    full) "${pip[@]}" -r requirements.txt ;;
+    dev) "${pip[@]}" -r requirements-dev.txt ;;  # it includes requirements.txt
+    part1)
+        "$python" -m tools.install requirements part1 >.venv/requirements-part1.txt
+        "${pip[@]}" -r .venv/requirements-part1.txt
+        ;;
+esac
 "${pip[@]}" --no-deps -e .
 echo "$mode" >.venv/jaxcourse-install
 .venv/bin/python -m tools.install check "$mode"

@@ -8,8 +8,9 @@
 #                                            # network (pyproject.toml), offline; under a minute
 #   bash scripts/test.sh tests/test_jit_errors.py   # only the tests given
 #
-# The set-up (scripts/setup.sh --full) installs only when requirements*.txt, pyproject.toml,
-# scripts/setup.sh or the install's mode changed since the last set-up, or when .venv is missing
+# The set-up (scripts/setup.sh --dev: a learner's full install plus requirements-dev.txt's tests and
+# lint) installs only when requirements*.txt, pyproject.toml, scripts/setup.sh or the install's mode
+# changed since the last set-up, or when .venv is missing
 # (then it needs the package index); otherwise it only checks the imports, offline. The package is
 # installed in editable mode, so code changes need no reinstall.
 # JAXCOURSE_SKIP_SETUP=1 skips even the check; JAXCOURSE_FORCE_SETUP=1 always installs.
@@ -27,7 +28,7 @@ fi
 if [ "${JAXCOURSE_SKIP_SETUP:-}" = 1 ]; then
     echo "Set-up skipped (JAXCOURSE_SKIP_SETUP=1)."
 else
-    bash scripts/setup.sh --full  # the tests need everything, pyPLNmodels and torch included
+    bash scripts/setup.sh --dev  # everything, pyPLNmodels and torch included, and the test tools
 fi
 source .venv/bin/activate # notebook kernels start from this environment too
 

@@ -1,4 +1,4 @@
-"""The package's layering, as the README's architecture section states it: imports run one way,
+"""The package's layering, as CONTRIBUTING's architecture section states it: imports run one way,
 the learner package never imports the build tooling, and no module imports a higher one."""
 
 import ast

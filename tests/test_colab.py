@@ -46,9 +46,8 @@ def test_notebook_starts_with_badge_then_setup(path):
     assert url.endswith(f"/blob/{notebook_setup.REF}/notebooks/student/{path.name}")
     # The solutions' badge opens the exercises too, and the save-a-copy step comes first.
     assert f"{notebook_setup.SAVE_A_COPY}: [![Open In Colab]" in badge.source
-    assert (
-        badge.source.count("colab.research.google.com/github/") == 1 and f"({url})" in badge.source
-    )
+    assert notebook_setup.badge_markdown(name).count("colab.research.google.com/github/") == 1
+    assert f"({url})" in notebook_setup.badge_markdown(name) in badge.source
     assert "colab-badge.svg" in badge.source
     assert setup.cell_type == "code" and setup.source == notebook_setup.setup_source()
 
@@ -73,7 +72,7 @@ def test_the_student_folder_is_the_notebooks_one():
 
 
 def test_the_course_is_installed_from_the_release_tag_of_its_version():
-    """Not a moving branch: the tag v<pyproject's version>, which the README says how to cut."""
+    """Not a moving branch: the tag v<pyproject's version>, which CONTRIBUTING says how to cut."""
     version = book.course_version()
     assert (
         version
@@ -82,8 +81,8 @@ def test_the_course_is_installed_from_the_release_tag_of_its_version():
     assert notebook_setup.REF == book.REF == f"v{version}"
     assert notebook_setup.COURSE_REQUIREMENT.endswith(f"@v{version}")
     assert notebook_setup.setup_source().count(f'COURSE_VERSION = "{version}"') == 1
-    readme = (ROOT / "README.md").read_text()
-    assert "git tag v<version>" in readme and "git push origin v<version>" in readme
+    guide = (ROOT / "CONTRIBUTING.md").read_text()
+    assert "git tag v<version>" in guide and "git push origin v<version>" in guide
 
 
 def test_the_course_dependencies_are_pinned_to_requirements_txt():
@@ -252,7 +251,8 @@ def test_setup_cell_run_again_installs_nothing(colab, capsys):
     colab.run_setup_cell()
     assert colab.pip_calls == []
     out = capsys.readouterr().out
-    assert f"Ready: jax {X} and the course {notebook_setup.COURSE_VERSION} are installed." in out
+    ready = f"{notebook_setup.READY}: jax {X} and the course {notebook_setup.COURSE_VERSION}"
+    assert f"{ready} are installed." in out
 
 
 def test_setup_cell_on_a_gpu_runtime_installs_the_plugin_of_jaxlibs_version(colab, capsys):
@@ -300,9 +300,11 @@ def test_setup_cell_restarts_the_session_when_it_replaced_an_imported_module(
     monkeypatch.setitem(sys.modules, name, types.SimpleNamespace(__version__=old))
     colab.run_setup_cell()
     out = capsys.readouterr().out
-    (line,) = [line for line in out.splitlines() if line.startswith("RESTARTING")]
-    assert line.startswith(f"RESTARTING: this session had loaded {name} {old}, which this cell")
-    assert "run the notebook again from the top" in line and "No restart needed" not in out
+    (line,) = [line for line in out.splitlines() if line.startswith(notebook_setup.RESTARTING)]
+    assert line.startswith(
+        f"{notebook_setup.RESTARTING}: this session had loaded {name} {old}, which this cell"
+    )
+    assert "run the notebook again from the top" in line and notebook_setup.NO_RESTART not in out
     assert colab.killed == [9]
 
 
@@ -310,7 +312,138 @@ def test_setup_cell_needs_no_restart_when_the_imported_jax_is_current(colab, mon
     monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__=X))
     colab.packages.update(jax=X, jaxlib=X)
     colab.run_setup_cell()
-    assert "No restart needed" in capsys.readouterr().out and colab.killed == []
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith(f"{notebook_setup.NO_RESTART}: ")
+    assert colab.killed == []
+
+
+# --- the pages say what the setup cell says ----------------------------------------------------
+
+
+def tracked_pages() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "*.md", "*.qmd"], cwd=ROOT, capture_output=True, text=True, check=True
+    )
+    return [ROOT / name for name in listed.stdout.split()]
+
+
+def prose(text: str) -> str:
+    """A page's text without its code: fenced blocks and inline code spans."""
+    text = re.sub(r"^(`{3,}|~{3,}).*?^\1", "", text, flags=re.M | re.S)
+    return re.sub(r"`[^`\n]+`", "", text)
+
+
+def messages_the_code_prints() -> set[str]:
+    """The all-caps words the course's code prints to learners: the Colab setup cell's, the
+    checkers' verdicts and the set-up check's problem line, each read from the code."""
+    from jaxcourse.checks import Verdict
+    from tools import learner
+
+    verdicts = {
+        str(Verdict("x", passed, "m")).split("]")[0].lstrip("[") for passed in (True, False)
+    }
+    return {*notebook_setup.MESSAGES, *verdicts, learner.PROBLEM}
+
+
+# A bolded all-caps phrase (two words, or one of six letters or more: **RESTART NEEDED**,
+# **PASSED**), and any all-caps word that starts with RESTART, bold or not.
+QUOTED_MESSAGE = re.compile(
+    r"\*\*([A-Z]+(?:[ -][A-Z]+)+|[A-Z]{6,})\*\*|\b(RESTART[A-Z]*(?: [A-Z]{2,})*)\b"
+)
+
+
+def test_every_all_caps_message_a_page_quotes_is_one_the_code_prints():
+    """The workshop pages once told participants to wait for **RESTART NEEDED**, which the setup
+    cell never prints (it prints RESTARTING and restarts the session itself)."""
+    known = messages_the_code_prints()
+    assert {"RESTARTING", "PASSED", "NOT YET", "SET-UP PROBLEM"} <= known
+    quoted = {}
+    for page in tracked_pages():
+        for match in QUOTED_MESSAGE.finditer(prose(page.read_text())):
+            quoted.setdefault(match[1] or match[2], set()).add(page.relative_to(ROOT).as_posix())
+    assert "RESTARTING" in quoted or "PASSED" in quoted  # the pattern finds what pages quote
+    unknown = {phrase: pages for phrase, pages in quoted.items() if phrase not in known}
+    assert unknown == {}, f"pages quote messages the code never prints: {unknown}"
+
+
+def test_the_quoted_message_pattern_finds_the_old_wrong_message():
+    text = "its last line says **RESTART NEEDED**; the cell ends with RESTART NEEDED. `RESTARTX`"
+    found = [m[1] or m[2] for m in QUOTED_MESSAGE.finditer(prose(text))]
+    assert found == ["RESTART NEEDED", "RESTART NEEDED"]
+
+
+def test_the_setup_cell_prints_each_message_the_pages_describe():
+    source = notebook_setup.setup_source()
+    for message in notebook_setup.MESSAGES:
+        assert f'"{message}: ' in source or f'f"{message}: ' in source, message
+        assert f"**{message}**" in notebook_setup.messages_markdown(), message
+
+
+@pytest.mark.parametrize("page", ["workshop.qmd", "prepare.qmd"])
+def test_the_colab_pages_print_the_messages_from_tools_colab(page):
+    """Typed by hand nowhere: a hidden cell prints `messages_markdown()` when the page is built."""
+    from tools.blocks import render_asis
+
+    text = (ROOT / page).read_text()
+    for message in notebook_setup.MESSAGES:
+        assert f"**{message}**" not in prose(text), (page, message)
+    assert "colab.messages_markdown()" in text
+    assert notebook_setup.messages_markdown() in render_asis(text)
+
+
+def test_no_chapter_or_page_types_a_setup_cell_message():
+    for page in ROOT.glob("**/*.qmd"):
+        if "_site" in page.parts or ".venv" in page.parts:
+            continue
+        text = prose(page.read_text())
+        assert notebook_setup.RESTARTING not in text, page
+        assert not any(f"**{message}**" in text for message in notebook_setup.MESSAGES), page
+
+
+# --- each notebook points to its other version ------------------------------------------------
+
+ALL_NOTEBOOKS = sorted((ROOT / "notebooks").rglob("*.ipynb"))
+
+
+def test_each_notebook_kind_has_a_counterpart_rule():
+    pairs = {
+        "jit.ipynb": "student/jit.ipynb",
+        "blocks/x.ipynb": "blocks/student/x.ipynb",
+    }
+    for solutions, exercises in pairs.items():
+        assert notebook_setup.exercise_notebook(solutions) == exercises
+        assert notebook_setup.solution_notebook(exercises) == solutions
+        assert notebook_setup.solution_notebook(solutions) == solutions
+        to_solutions = notebook_setup.counterpart_markdown(exercises)
+        to_exercises = notebook_setup.counterpart_markdown(solutions)
+        assert f"`notebooks/{solutions}`" in to_solutions and "/student/" not in to_solutions
+        assert f"`notebooks/{exercises}`" in to_exercises
+        assert f"`{notebook_setup.WORK_DIR}/{solutions}`" in to_exercises  # the laptop copy
+
+
+def test_the_work_folder_is_the_learners_one():
+    from tools import learner
+
+    assert notebook_setup.WORK_DIR == learner.WORK_DIR
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_each_notebook_links_its_counterpart_in_the_folder_and_on_colab(path):
+    """A learner in a solution notebook finds the exercise notebook, and the other way round:
+    chapters, their exercise notebooks and the workshop's blocks alike."""
+    name = path.relative_to(ROOT / "notebooks").as_posix()
+    header = nbformat.read(path, as_version=4).cells[0].source
+    if name == notebook_setup.exercise_notebook(name):
+        other = notebook_setup.solution_notebook(name)
+    else:
+        other = notebook_setup.exercise_notebook(name)
+    assert other != name and (ROOT / "notebooks" / other).exists(), other
+    assert f"`notebooks/{other}`" in header
+    links = re.findall(r"\]\((https://colab\.research\.google\.com/github/[^)]+)\)", header)
+    assert notebook_setup.notebook_url(other) in links
+    for link in links:  # every Colab link of the header opens a notebook of this repository
+        below = link.split(f"/blob/{notebook_setup.REF}/notebooks/", 1)[1]
+        assert (ROOT / "notebooks" / below).exists(), link
 
 
 # --- the banner -------------------------------------------------------------------------------

@@ -336,7 +336,7 @@ def test_notebooks_run_in_colabs_cpu_runtime(colab, setup_cell, tmp_path):
     """After the setup cell, two notebooks run top to bottom with nbmake in the Colab environment."""
     if colab.versions().get("jaxcourse") is None:
         colab.run_setup_cell(setup_cell, gpu=False)
-    requirements = (ROOT / "requirements.txt").read_text().splitlines()
+    requirements = (ROOT / "requirements-dev.txt").read_text().splitlines()
     nbmake = next(line for line in requirements if line.startswith("nbmake=="))
     colab.pip("install", nbmake)  # not on Colab: only this test runs notebooks with it
     colab.run(colab.python, "-m", "ipykernel", "install", "--sys-prefix")

@@ -16,7 +16,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools.learner import WORK_DIR, make_work_copies, setup_problems
+from tools.learner import OPEN_NOTEBOOKS, WORK_DIR, make_work_copies, setup_problems
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
@@ -106,6 +106,8 @@ def test_saved_answers_survive_the_learner_commands(tmp_path):
     first = run(clone, "bash", "scripts/check-setup.sh")
     assert first.returncode == 0, first.stdout + first.stderr
     assert "Set-up OK" in first.stdout
+    # Its last line says how to open the notebooks from the course's environment.
+    assert first.stdout.splitlines()[-1] == f"Open your exercise notebooks: {OPEN_NOTEBOOKS}"
     work = clone / WORK_DIR / f"{CHAPTER}.ipynb"
     student = clone / "notebooks" / "student" / f"{CHAPTER}.ipynb"
     assert work.read_text() == student.read_text()

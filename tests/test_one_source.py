@@ -2,7 +2,7 @@
 against the one place that holds them.
 
 - the package's module list (`src/jaxcourse/__init__.py`) against the package's files;
-- the README's architecture map against `tests/test_architecture.py`'s layers;
+- CONTRIBUTING's architecture map against `tests/test_architecture.py`'s layers;
 - each chapter's `from jaxcourse.exercises... import check_...` against the checkers it calls;
 - exercise numbers: consecutive in each chapter, and each checker's `exercise_checker("Exercise N
   (title)")` and its private module's docstring ('... Exercise N: ...') against the heading
@@ -53,12 +53,13 @@ def test_the_package_docstring_lists_every_module():
     assert "`exercises`" in jaxcourse.__doc__
 
 
-# --- the README's architecture map ---------------------------------------------------------
+# --- CONTRIBUTING's architecture map ------------------------------------------------------
 
 
-def readme_architecture() -> tuple[set[str], dict[str, str]]:
-    """(the foundations the README names, {the head of each 'Above them' item: its text})."""
-    text = (ROOT / "README.md").read_text()
+def architecture_map() -> tuple[set[str], dict[str, str]]:
+    """(the foundations CONTRIBUTING's architecture section names, {the head of each 'Above them'
+    item: its text})."""
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     section = text.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
     package = section.split("- **`jaxcourse`**", 1)[1].split("\n- **`tools`**", 1)[0]
     foundations, above = package.split("Above them:", 1)
@@ -68,19 +69,21 @@ def readme_architecture() -> tuple[set[str], dict[str, str]]:
     return names, heads
 
 
-def test_the_readme_names_every_module_in_its_layer():
-    foundations, above = readme_architecture()
+def test_the_architecture_map_names_every_module_in_its_layer():
+    foundations, above = architecture_map()
     assert sorted(name for name in foundations if layer(f"jaxcourse.{name}") != 0) == []
     heads = {name.removeprefix("jaxcourse.") for name in above}
     misplaced = sorted(name for name in heads if layer(f"jaxcourse.{name}") == 0)
-    assert misplaced == [], f"the README puts foundation modules above the foundations: {misplaced}"
+    assert misplaced == [], (
+        f"CONTRIBUTING puts foundation modules above the foundations: {misplaced}"
+    )
     assert {f"jaxcourse.{name}" for name in heads} == set(LAYERS)
     missing = sorted(set(package_modules()) - foundations - heads)
-    assert missing == [], f"name {missing} in the README's Architecture section, in its layer"
+    assert missing == [], f"name {missing} in CONTRIBUTING's Architecture section, in its layer"
 
 
-def test_the_readme_states_the_layers_in_order():
-    text = (ROOT / "README.md").read_text()
+def test_the_architecture_map_states_the_layers_in_order():
+    text = (ROOT / "CONTRIBUTING.md").read_text()
     order = " < ".join(
         f"`{name.removeprefix('jaxcourse.')}`" for name in sorted(LAYERS, key=LAYERS.get)
     )

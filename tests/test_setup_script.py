@@ -6,6 +6,7 @@ a PATH of fake interpreters, so what the machine has installed does not matter.
 
 import functools
 import http.server
+import re
 import shutil
 import subprocess
 import sys
@@ -98,12 +99,13 @@ def test_without_a_supported_python_it_stops_and_says_what_it_needs(tmp_path):
     assert "JAXCOURSE_PYTHON" in result.stderr
 
 
-def test_ci_entry_point_runs_the_readme_test_command():
-    """.ci/run is scripts/test.sh, which sets up with scripts/setup.sh before running pytest."""
+def test_ci_entry_point_runs_the_contributing_test_command():
+    """.ci/run is scripts/test.sh, which sets up the developers' install (the learner's full one
+    and requirements-dev.txt) with scripts/setup.sh before running pytest."""
     assert "exec bash scripts/test.sh" in (ROOT / ".ci" / "run").read_text()
     test_script = (ROOT / "scripts" / "test.sh").read_text()
-    assert test_script.index("bash scripts/setup.sh") < test_script.index("pytest")
-    assert "bash scripts/test.sh" in (ROOT / "README.md").read_text()
+    assert test_script.index("bash scripts/setup.sh --dev") < test_script.index("pytest")
+    assert "bash scripts/test.sh" in (ROOT / "CONTRIBUTING.md").read_text()
 
 
 # --- What the set-up installs: Part I alone or everything, and where torch comes from ----------
@@ -113,6 +115,7 @@ ENTRY = (
     "tools/__init__.py",
     "tools/install.py",
     "requirements.txt",
+    "requirements-dev.txt",
     "pyproject.toml",
 )
 
@@ -221,6 +224,23 @@ def test_the_part1_install_leaves_out_torch_and_pyplnmodels_and_is_remembered(tm
     assert run_setup(root).stdout.startswith("Set-up, full")
 
 
+def test_the_dev_install_adds_the_developers_file_and_is_remembered(tmp_path):
+    """scripts/test.sh's install: requirements-dev.txt (which includes requirements.txt); a plain
+    run afterwards, as check-setup.sh does, keeps it."""
+    root = dry_checkout(tmp_path)
+    result = run_setup(root, "--dev")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("Set-up for developers"), result.stdout
+    log = (root / "pip.log").read_text()
+    assert "-r requirements-dev.txt" in log and "check dev" in log
+    assert (root / ".venv" / "jaxcourse-install").read_text().strip() == "dev"
+    assert run_setup(root, JAXCOURSE_FORCE_SETUP="1").stdout.startswith("Set-up for developers")
+    # A learner's full install never gets the developers' file.
+    full = dry_checkout(tmp_path / "learner")
+    assert run_setup(full, "--full").returncode == 0
+    assert "requirements-dev.txt" not in (full / "pip.log").read_text()
+
+
 def test_the_first_set_up_is_full_and_its_first_line_says_what_it_downloads(tmp_path):
     root = dry_checkout(tmp_path)
     result = run_setup(root)
@@ -246,10 +266,14 @@ def test_a_second_set_up_with_nothing_changed_installs_nothing_and_says_so(tmp_p
     assert "-r .venv/requirements-part1.txt" in log.read_text()
 
 
-@pytest.mark.parametrize("change", ["requirements.txt", "pyproject.toml", "--full"])
+@pytest.mark.parametrize(
+    "change", ["requirements.txt", "requirements-dev.txt", "pyproject.toml", "--full"]
+)
 def test_a_changed_input_or_mode_installs_again(tmp_path, change):
     root = dry_checkout(tmp_path)
-    assert run_setup(root, "--part1").returncode == 0
+    assert (
+        run_setup(root, "--dev" if change == "requirements-dev.txt" else "--part1").returncode == 0
+    )
     (root / "pip.log").write_text("")
     if change.startswith("--"):
         result = run_setup(root, change)
@@ -398,6 +422,101 @@ def test_part1_requirements_are_requirements_txt_without_the_extra():
     every = {install.requirement_name(line) for line in full.splitlines()} - {None}
     assert names == every - install.compare_extra(ROOT)
     assert {"jax", "jaxlib", "jupyter"} <= names
+    assert install.requirements("dev") == (ROOT / "requirements-dev.txt").read_text()
+
+
+# --- A learner's install runs what a learner runs; the developers' tools come on top ------------
+
+
+def dependency_closure(names: set[str]) -> set[str]:
+    """`names` and every distribution they require, transitively, as installed here (the
+    developers' .venv has them all), requirements behind an extra left out."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    seen, todo = set(), list(names)
+    while todo:
+        name = install.canonical(todo.pop())
+        if name in seen:
+            continue
+        seen.add(name)
+        for spec in metadata.requires(name) or []:
+            requirement = Requirement(spec)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return seen
+
+
+def installed_by(mode: str) -> set[str]:
+    """What `scripts/setup.sh --<mode>` installs: its requirements and their dependencies."""
+    if mode == "part1":
+        pinned = {
+            install.requirement_name(line) for line in install.requirements("part1").splitlines()
+        }
+        return dependency_closure(pinned - {None})
+    files = {"full": "requirements.txt", "dev": "requirements-dev.txt"}
+    return dependency_closure(install.pinned_names(ROOT / files[mode]))
+
+
+def third_party_imports(paths) -> dict[str, set[str]]:
+    """{distribution: the files that import it} for every module the files import (at any depth)
+    that is neither the standard library nor the repository's own (jaxcourse, tools, tests)."""
+    import ast
+    from importlib import metadata
+
+    own = {"jaxcourse", "tools", "conftest"} | {path.stem for path in (ROOT / "tests").glob("*.py")}
+    distributions = metadata.packages_distributions()
+    found: dict[str, set[str]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = [node.module]
+            else:
+                continue
+            for module in (name.split(".")[0] for name in modules):
+                if module in sys.stdlib_module_names or module in own:
+                    continue
+                for dist in distributions.get(module, [module]):
+                    found.setdefault(install.canonical(dist), set()).add(path.name)
+    return found
+
+
+def test_requirements_dev_pins_exactly_the_dev_extra_on_top_of_requirements_txt():
+    text = (ROOT / "requirements-dev.txt").read_text()
+    assert "-r requirements.txt" in text.splitlines()
+    own = {install.requirement_name(line) for line in text.splitlines()} - {None}
+    assert own == install.dev_extra(ROOT) == {"pytest", "pytest-xdist", "nbmake", "ruff"}
+    assert all(re.search(rf"^{name}==\S+$", text, re.M | re.I) for name in own), text
+    assert not own & install.pinned_names(ROOT / "requirements.txt")
+
+
+@pytest.mark.parametrize("mode", ["part1", "full"])
+def test_a_learners_install_carries_no_test_or_lint_tool(mode):
+    """Neither requirements.txt nor anything it pulls in is a developer's tool."""
+    assert installed_by(mode) & install.dev_extra(ROOT) == set()
+    assert installed_by(mode) & {"iniconfig", "pluggy", "execnet"} == set()  # pytest's own
+
+
+def test_the_learners_commands_need_nothing_outside_the_part1_install():
+    """check-setup.sh and course.sh run tools/ (the local book, the progress display, the kernels'
+    check) and the package: Part I's install has every distribution they import."""
+    tools = third_party_imports(sorted((ROOT / "tools").glob("*.py")))
+    assert {"nbclient", "nbconvert", "jupytext", "rich", "pyyaml"} <= set(tools)
+    missing = {dist: files for dist, files in tools.items() if dist not in installed_by("part1")}
+    assert missing == {}, f"pin these in requirements.txt (tools/ imports them): {missing}"
+    package = third_party_imports(sorted((ROOT / "src" / "jaxcourse").rglob("*.py")))
+    missing = {dist: files for dist, files in package.items() if dist not in installed_by("full")}
+    assert missing == {}, f"the package imports what requirements.txt does not install: {missing}"
+
+
+def test_the_tests_need_nothing_outside_the_dev_install():
+    tests = third_party_imports([*sorted((ROOT / "tests").rglob("*.py")), ROOT / "conftest.py"])
+    assert "pytest" in tests
+    missing = {dist: files for dist, files in tests.items() if dist not in installed_by("dev")}
+    assert missing == {}, f"pin these in requirements-dev.txt (the tests import them): {missing}"
 
 
 def test_the_set_up_check_imports_what_the_install_has_and_names_what_is_missing():
@@ -511,3 +630,30 @@ def test_on_colab_the_missing_module_message_gives_a_pip_cell(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
     message = optional.missing_compare_message(["pyPLNmodels"], "this cell")
     assert "%pip install pyPLNmodels 'setuptools<81'" in message and "scripts/" not in message
+
+
+# --- The README is a learner's ---------------------------------------------------------------
+
+
+def test_the_readme_starts_with_a_learners_commands_and_says_which_install():
+    """Its first command installs what Part I needs and says so; --full is named for Part II; it
+    says how to open the notebooks (check-setup's last line), where progress is, and is short."""
+    from tools.learner import OPEN_NOTEBOOKS
+
+    readme = (ROOT / "README.md").read_text()
+    first = re.search(r"```bash\n(.*?)\n", readme)[1]
+    assert first.startswith("bash scripts/check-setup.sh --part1") and "Part I" in first
+    assert "bash scripts/check-setup.sh --full" in readme and "Part II" in readme
+    assert OPEN_NOTEBOOKS in readme and "python -m jaxcourse.progress" in readme
+    assert "colab.research.google.com" in readme and "jax-just-in-time.github.io" in readme
+    assert len(readme.encode()) < 5 * 1024, "the README is a learner's first screen: keep it short"
+    assert "## Architecture" not in readme and "git tag" not in readme  # CONTRIBUTING's
+
+
+def test_the_readme_states_the_measured_sizes_that_tools_install_holds():
+    readme = (ROOT / "README.md").read_text()
+    part1 = next(line for line in readme.splitlines() if line.startswith("| `--part1`"))
+    full = next(line for line in readme.splitlines() if line.startswith("| `--full`"))
+    assert install.PART1_DOWNLOAD in part1 and install.PART1_INSTALLED in part1
+    assert install.COMPARE_DOWNLOAD_CPU in full and install.COMPARE_DOWNLOAD_CUDA in full
+    assert install.FULL_INSTALLED_CUDA in full

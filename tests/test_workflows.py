@@ -303,6 +303,19 @@ def gpu_job() -> dict:
     return load("gpu-render.yml")["jobs"]["gpu"]
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_a_job_that_runs_pytest_sets_up_the_developers_install_first(name):
+    """pytest, nbmake and ruff are in requirements-dev.txt, not in a learner's install: a job that
+    runs them directly sets up with `scripts/setup.sh --dev` before (scripts/test.sh does itself)."""
+    for job in load(name)["jobs"].values():
+        steps = job.get("steps", [])
+        direct = [i for i, step in enumerate(steps) if runs(r"\bpytest\b")(step)]
+        if not direct:
+            continue
+        dev = [i for i, step in enumerate(steps) if runs(r"^bash scripts/setup\.sh --dev$")(step)]
+        assert dev and dev[0] < direct[0], (name, steps[direct[0]]["run"])
+
+
 def test_gpu_render_is_manual_on_a_self_hosted_gpu_runner_documented_at_the_top():
     assert set(triggers(load("gpu-render.yml"))) == {"workflow_dispatch"}
     labels = gpu_job()["runs-on"]
@@ -396,7 +409,7 @@ def test_latest_jax_runs_weekly_and_on_demand():
 
 def test_latest_jax_upgrades_checks_it_got_the_newest_then_tests():
     job = latest_job()
-    setup = index(job, runs(r"^bash scripts/setup\.sh$"))
+    setup = index(job, runs(r"^bash scripts/setup\.sh --dev$"))  # the tests need the dev install
     upgrade = index(job, runs(r"^\.venv/bin/python -m pip install --upgrade jax jaxlib optax$"))
     newest = index(job, runs(r"check_newest_jax\.py"))
     tests = index(job, runs(r"pytest"))

@@ -504,6 +504,7 @@ def _header(block: Block, book: Book, student: bool) -> str:
     return (
         f"# Workshop block: {block.title} ({kind})\n\n"
         f"{colab.badge_markdown(block.notebook(), book.repository)}\n\n"
+        f"{colab.counterpart_markdown(block.notebook(student), book.repository)}\n\n"
         f"A short notebook for one block of the workshop: a few cells of the chapter "
         f"[{chapter}]({page_url(block.page, site=book.site)}) to run together, then "
         f"{count} exercise{'s' if count != 1 else ''}. It runs top to bottom on its own; the "

@@ -29,12 +29,42 @@ COURSE_VERSION = book.course_version()
 STUDENT_DIR = "student"
 """Where the exercise notebooks are, below `notebooks/` (`tools.notebooks.STUDENT_DIR`)."""
 
+WORK_DIR = "my-work"
+"""The learner's copies of the exercise notebooks, on a laptop (`tools.learner.WORK_DIR`)."""
+
 SAVE_A_COPY = "In Colab, first choose **File > Save a copy in Drive**, then work in that copy"
 """What every Colab link says before the link: Colab does not keep changes to a notebook opened
 from GitHub, so a learner who skips this step loses their answers with the session."""
 
 SETUP_TITLE = "Setup: on Colab, installs the course and a matching JAX (a minute)"
 """The one line a learner sees of the setup cell: Colab's form view hides the code below it."""
+
+# The first words of the setup cell's last line. The cell prints them from here, and the pages
+# that say what to do on each (workshop.qmd, prepare.qmd) print `messages_markdown()` in a hidden
+# cell, so that no page describes a message the cell does not print (tests/test_colab.py).
+READY = "Ready"
+"""Everything is installed already (a second run): the cell installs nothing."""
+RESTARTING = "RESTARTING"
+"""The cell replaced a module the session had imported: it ends the kernel, and Colab restarts it."""
+NO_RESTART = "No restart needed"
+"""Nothing the cell replaced had been imported: carry on."""
+MESSAGES = (READY, RESTARTING, NO_RESTART)
+
+
+def messages_markdown() -> str:
+    """What the setup cell's last line can say, and what to do then: a Markdown list for the pages
+    that tell learners and instructors about Colab, in the cell's own words."""
+    return (
+        f"- **{RESTARTING}**: the session had loaded a module that the cell has just replaced, so "
+        "the cell ends the session and Colab restarts it by itself; Colab may say that the session "
+        "crashed. On a fresh runtime this is the usual first answer: Colab's kernel loads NumPy "
+        "before any cell runs. Nothing is wrong: run the notebook again from the top "
+        f"(*Runtime > Run all*). The setup cell then says **{READY}** and takes a few seconds.\n"
+        f"- **{NO_RESTART}**: carry on.\n"
+        "- After **changing the runtime type** (CPU to GPU or back), Colab starts a fresh machine "
+        "with its own older JAX: run the notebook from the top again, setup cell first, so that it "
+        "installs the matching versions for the new runtime.\n"
+    )
 
 
 def exercise_notebook(notebook: str) -> str:
@@ -48,18 +78,46 @@ def exercise_notebook(notebook: str) -> str:
     return (folder / STUDENT_DIR / path.name).as_posix()
 
 
+def solution_notebook(notebook: str) -> str:
+    """The solution version of a notebook, below `notebooks/`: 'student/jit.ipynb' and
+    'jit.ipynb' give 'jit.ipynb'; 'blocks/student/x.ipynb' gives 'blocks/x.ipynb'."""
+    path = PurePosixPath(exercise_notebook(notebook))
+    return (path.parent.parent / path.name).as_posix()
+
+
+def notebook_url(notebook: str, repository: str = REPOSITORY, ref: str = REF) -> str:
+    """Where Colab opens a notebook given by its path below `notebooks/`, at the release tag."""
+    return f"https://colab.research.google.com/github/{repository}/blob/{ref}/notebooks/{notebook}"
+
+
 def colab_url(chapter: str, repository: str = REPOSITORY, ref: str = REF) -> str:
     """Where Colab opens the chapter's exercise notebook (never the solutions), at the release tag."""
-    return (
-        f"https://colab.research.google.com/github/{repository}/blob/{ref}/notebooks/"
-        f"{exercise_notebook(chapter)}"
-    )
+    return notebook_url(exercise_notebook(chapter), repository, ref)
 
 
 def badge_markdown(chapter: str, repository: str = REPOSITORY, ref: str = REF) -> str:
     """The Open-in-Colab badge of a chapter's exercise notebook, after the save-a-copy step."""
     image = "https://colab.research.google.com/assets/colab-badge.svg"
     return f"{SAVE_A_COPY}: [![Open In Colab]({image})]({colab_url(chapter, repository, ref)})"
+
+
+def counterpart_markdown(notebook: str, repository: str = REPOSITORY, ref: str = REF) -> str:
+    """The header line that points a notebook (its path below `notebooks/`) to its other version:
+    an exercise notebook to its solution notebook, a solution notebook to its exercise notebook,
+    each by its path in the course's folder and on Colab."""
+    exercises, solutions = exercise_notebook(notebook), solution_notebook(notebook)
+    if PurePosixPath(notebook).as_posix() == exercises:
+        return (
+            f"**Solutions:** every exercise of this notebook is solved in its solution notebook, "
+            f"`notebooks/{solutions}` in the course's folder "
+            f"([open it in Colab]({notebook_url(solutions, repository, ref)}))."
+        )
+    return (
+        f"**The exercises without their solutions:** the exercise notebook, "
+        f"`notebooks/{exercises}` in the course's folder (on a laptop, your copy is "
+        f"`{WORK_DIR}/{solutions}`), or [open it in Colab]({notebook_url(exercises, repository, ref)}). "
+        "Work there: this version holds every solution."
+    )
 
 
 def colab_link(
@@ -188,19 +246,19 @@ if "google.colab" in sys.modules:
     imported = imported_versions()
     gpu = gpu_present()
     if ready(gpu):
-        print(f"Ready: jax {{JAX_VERSION}} and the course {{COURSE_VERSION}} are installed.")
+        print(f"{ready}: jax {{JAX_VERSION}} and the course {{COURSE_VERSION}} are installed.")
     else:
         install(gpu)
         check_versions()
     outdated = [f"{{name}} {{old}}" for name, old in imported.items() if old != installed(name)]
     if outdated:
-        print(f"RESTARTING: this session had loaded {{', '.join(outdated)}}, which this cell has"
+        print(f"{restarting}: this session had loaded {{', '.join(outdated)}}, which this cell has"
               " just replaced, so Colab now restarts the session (it may say it crashed). Then run"
               " the notebook again from the top: this cell will take a few seconds.", flush=True)
         time.sleep(1)  # lets the line reach the notebook before the kernel ends
         os.kill(os.getpid(), signal.SIGKILL)  # Colab starts a fresh kernel by itself
     else:
-        print("No restart needed: nothing this cell upgraded had been imported.")
+        print("{no_restart}: nothing this cell upgraded had been imported.")
 """
 
 
@@ -223,6 +281,9 @@ def setup_source(repository: str = REPOSITORY, ref: str = REF) -> str:
         course_version=COURSE_VERSION,
         course=course_requirement(repository, ref),
         pinned=repr(pinned_dependencies()),
+        ready=READY,
+        restarting=RESTARTING,
+        no_restart=NO_RESTART,
     ).rstrip("\n")
 
 

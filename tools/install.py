@@ -1,18 +1,21 @@
-"""What `scripts/setup.sh` installs: Part I alone or everything, and where torch comes from.
+"""What `scripts/setup.sh` installs: Part I alone, everything, or everything with the developers'
+tools, and where torch comes from.
 
 Runs on the interpreter that builds `.venv` (standard library only), from the repository root:
 
-    python -m tools.install announce part1|full     the set-up's first line: what it downloads
-    python -m tools.install requirements part1|full requirements.txt, without the `compare`
-                                                    extra's packages for part1
+    python -m tools.install announce MODE       the set-up's first line: what it downloads
+    python -m tools.install requirements MODE   the requirements file pip gets for MODE
     python -m tools.install torch-args [--cuda] [--python .venv/bin/python]
-                                                    pip's arguments for the pinned torch from
-                                                    PyTorch's CPU wheel index, or nothing
-    python -m tools.install check part1|full        (in .venv) imports everything the install has
+                                                pip's arguments for the pinned torch from
+                                                PyTorch's CPU wheel index, or nothing
+    python -m tools.install check MODE          (in .venv) imports everything the install has
 
-Part I needs neither torch nor pyPLNmodels: the `compare` extra of pyproject.toml lists what only
-the comparison with pyPLNmodels needs, and `requirements` leaves exactly those names out. For the
-full install, `torch-args` probes PyTorch's CPU wheel index (`JAXCOURSE_TORCH_INDEX`, default
+MODE is `part1`, `full` or `dev`. A learner's install (`part1` or `full`) is requirements.txt:
+the package's dependencies, Jupyter, and what scripts/course.sh runs. Part I needs neither torch
+nor pyPLNmodels: the `compare` extra of pyproject.toml lists what only the comparison with
+pyPLNmodels needs, and `requirements part1` leaves exactly those names out. `dev` is the full
+install plus requirements-dev.txt (tests and lint), what scripts/test.sh sets up. For the
+full and dev installs, `torch-args` probes PyTorch's CPU wheel index (`JAXCOURSE_TORCH_INDEX`, default
 `CPU_INDEX`, with a timeout of `JAXCOURSE_PROBE_TIMEOUT` seconds): when its `torch/` page lists the
 pinned version, pip takes torch from there (a CPU build of a few hundred MB); when it cannot be
 reached, pip takes PyPI's build, a CUDA build on Linux, and one line on stderr says why and how
@@ -42,24 +45,38 @@ CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 PROBE_TIMEOUT_S = 5.0
 """How long `torch-args` waits for the CPU index before it falls back to PyPI."""
 
-# Download sizes for Python 3.13 on Linux x86_64, measured on 2026-11-25 (README.md gives the
-# installed sizes). Part I: `pip download -r <part1 requirements>` fetched 227 MB of wheels (jax,
-# jaxlib, SciPy, pandas, Matplotlib, Jupyter and the build and test tooling of requirements.txt).
-# The comparison adds pyPLNmodels with its dependencies other than torch (scikit-learn, seaborn,
-# sympy, ...: 22 MB) and torch: the 2.13.0+cpu wheel is 192 MB; PyPI's Linux wheel is 527 MB and
-# pulls the NVIDIA CUDA libraries (cuBLAS, cuDNN, NCCL, cuSPARSELt, ...) and triton, 2.2 GB more
-# (their wheel sizes on PyPI's simple index).
+# Download sizes for Python 3.13 on Linux x86_64. Part I, measured on 2026-11-28: `pip download -r
+# <part1 requirements>` fetched 227 MB of wheels (jax, jaxlib, SciPy, pandas, Matplotlib, Jupyter
+# and what scripts/course.sh runs); requirements-dev.txt's tests and lint add 11 MB (ruff, pytest,
+# pytest-xdist, nbmake and their dependencies). Measured on 2026-11-25: the comparison adds
+# pyPLNmodels with its dependencies other than torch (scikit-learn, seaborn, sympy, ...: 22 MB) and
+# torch: the 2.13.0+cpu wheel is 192 MB; PyPI's Linux wheel is 527 MB and pulls the NVIDIA CUDA
+# libraries (cuBLAS, cuDNN, NCCL, cuSPARSELt, ...) and triton, 2.2 GB more (their wheel sizes on
+# PyPI's simple index).
 PART1_DOWNLOAD = "about 230 MB"
+DEV_DOWNLOAD = "about 11 MB"
 COMPARE_DOWNLOAD_CPU = "about 220 MB"
 COMPARE_DOWNLOAD_CUDA = "about 2.8 GB"
-FULL_INSTALLED_CUDA = "5.8 GB"
+# What `du -sh .venv` says on a fresh clone after `bash scripts/check-setup.sh --part1` (1018 MB on
+# 2026-11-28, without the tests and lint that requirements-dev.txt now holds; 1.1 GB with them),
+# and after `bash scripts/setup.sh --full` with PyPI's CUDA build of torch (5.7 GB, 5816 MB, on
+# 2026-11-28). README.md states both.
+PART1_INSTALLED = "1.0 GB"
+FULL_INSTALLED_CUDA = "5.7 GB"
 
-MODES = ("part1", "full")
+MODES = ("part1", "full", "dev")
+
+DEV_REQUIREMENTS = "requirements-dev.txt"
+"""The developers' tools, on top of requirements.txt (which it includes with `-r`)."""
+
+DEV_IMPORTS = {"pytest": "pytest", "xdist": "pytest-xdist", "nbmake": "nbmake", "ruff": "ruff"}
+"""What `check dev` imports besides the full install (module: distribution): requirements-dev.txt's
+packages."""
 
 
 def installed_mode(root: Path = ROOT) -> str:
-    """The install `.venv` holds: "part1" or "full", as scripts/setup.sh recorded it (a `.venv`
-    set up before it recorded anything is a full one)."""
+    """The install `.venv` holds: "part1", "full" or "dev", as scripts/setup.sh recorded it (a
+    `.venv` set up before it recorded anything is a full one)."""
     try:
         mode = (root / ".venv" / "jaxcourse-install").read_text().strip()
     except OSError:
@@ -87,16 +104,37 @@ def compare_extra(root: Path = ROOT) -> set[str]:
     return {requirement_name(spec) for spec in project["optional-dependencies"]["compare"]}
 
 
+def dev_extra(root: Path = ROOT) -> set[str]:
+    """The distributions of pyproject.toml's `dev` extra (the developers' tests and lint)."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return {requirement_name(spec) for spec in project["optional-dependencies"]["dev"]}
+
+
 def requirements(mode: str, root: Path = ROOT) -> str:
-    """requirements.txt for `mode`: all of it for `full`; for `part1`, without the lines that pin
-    a distribution of the `compare` extra."""
+    """The requirements file pip gets for `mode`: requirements-dev.txt (which includes
+    requirements.txt) for `dev`; requirements.txt for `full`; for `part1`, requirements.txt
+    without the lines that pin a distribution of the `compare` extra."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
+    if mode == "dev":
+        return (root / DEV_REQUIREMENTS).read_text()
     lines = (root / "requirements.txt").read_text().splitlines(keepends=True)
     if mode == "full":
         return "".join(lines)
     left_out = compare_extra(root)
     return "".join(line for line in lines if requirement_name(line) not in left_out)
+
+
+def pinned_names(path: Path) -> set[str]:
+    """Every distribution a requirements file pins, following its `-r other.txt` includes."""
+    names = set()
+    for line in path.read_text().splitlines():
+        included = re.match(r"\s*(?:-r|--requirement)\s*(\S+)", line)
+        if included:
+            names |= pinned_names(path.parent / included.group(1))
+        elif (name := requirement_name(line)) is not None:
+            names.add(name)
+    return names
 
 
 def pinned_version(name: str, root: Path = ROOT) -> str:
@@ -115,6 +153,13 @@ def announce(mode: str) -> str:
         return (
             f"Set-up, Part I only (no torch, no pyPLNmodels): a first run downloads {PART1_DOWNLOAD}; "
             "later runs only what changed. (`--full` adds the comparison with pyPLNmodels.)"
+        )
+    if mode == "dev":
+        return (
+            f"Set-up for developers: the full install (Part I, Part II, pyPLNmodels and torch: "
+            f"{PART1_DOWNLOAD} plus {COMPARE_DOWNLOAD_CPU}, {COMPARE_DOWNLOAD_CUDA} with PyPI's "
+            f"CUDA build of torch) and the tests and lint of {DEV_REQUIREMENTS} ({DEV_DOWNLOAD}); "
+            "later runs only what changed."
         )
     return (
         f"Set-up, full (Part I, Part II and the comparison with pyPLNmodels): a first run downloads "
@@ -208,8 +253,9 @@ def torch_args(*, cuda: bool = False, python: str | None = None, system: str | N
 
 
 def check(mode: str) -> str:
-    """Imports everything the install has (torch and pyPLNmodels too for a full install, or
-    wherever they are installed) and loads oaks; returns one line naming the versions."""
+    """Imports everything the install has (torch and pyPLNmodels too for a full or dev install,
+    or wherever they are installed; the tests and lint for a dev one) and loads oaks; returns one
+    line naming the versions."""
     import importlib.metadata
     import importlib.util
     import warnings
@@ -222,8 +268,10 @@ def check(mode: str) -> str:
             present = importlib.util.find_spec(name) is not None
         except (ImportError, ValueError):  # a finder refused it, or sys.modules holds None
             present = False
-        if mode == "full" or present:
+        if mode != "part1" or present:
             names.append(name)
+    if mode == "dev":
+        names.extend(DEV_IMPORTS)
     missing = []
     for name in names:
         try:
@@ -238,7 +286,9 @@ def check(mode: str) -> str:
 
     shape = load_oaks().counts.shape
     versions = ", ".join(
-        f"{name} {importlib.metadata.version(name)}" for name in names if name != "jaxcourse"
+        f"{dist} {importlib.metadata.version(dist)}"
+        for dist in (DEV_IMPORTS.get(name, name) for name in names)
+        if dist != "jaxcourse"
     )
     return (
         f"Set-up check ({mode} install): Python {platform.python_version()}, {versions}; "

@@ -29,6 +29,13 @@ from tools.notebooks import STUDENT_DIR
 WORK_DIR = "my-work"
 """The learner's folder (git-ignored), beside `notebooks/`."""
 
+OPEN_NOTEBOOKS = f"source .venv/bin/activate && jupyter lab {WORK_DIR}"
+"""How a learner opens the exercise notebooks with the course's environment (a system-wide
+`jupyter lab` would start a kernel without JAX): the check's last line, and the README's."""
+
+PROBLEM = "SET-UP PROBLEM"
+"""The first words of a failed check's report (scripts/course.sh looks for them)."""
+
 KERNEL_CHECK = """\
 import jax, jaxcourse
 print(jax.__version__, jax.jit(lambda x: 2 * x + 1)(20))
@@ -128,12 +135,13 @@ def check(root: Path) -> int:
             ", ".join(changed),
         )
     if problems:
-        print("SET-UP PROBLEM:", *problems, sep="\n  ")
+        print(f"{PROBLEM}:", *problems, sep="\n  ")
         return 1
     print(
         f"Set-up OK: Python {sys.version.split()[0]}, jax {pinned_jax_version(root)}, "
         "the course package, and a Jupyter kernel that runs JAX."
     )
+    print(f"Open your exercise notebooks: {OPEN_NOTEBOOKS}")
     return 0
 
 

@@ -191,7 +191,8 @@ def chapter_to_notebook(
         title += " (exercises)"
     new_cells = [
         nbformat.v4.new_markdown_cell(
-            f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}"
+            f"# {title}\n\n{colab.badge_markdown(notebook_name, book.repository)}\n\n"
+            f"{colab.counterpart_markdown(notebook_name, book.repository)}"
         ),
         colab.setup_cell(book.repository),  # collapsed to its title line
     ]
