@@ -8,6 +8,7 @@ with defaults, never traced values.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -205,3 +206,94 @@ def pln_pass(
         jnp.reshape(diag_precision, (1, n_cols)),
     )
     return PLNPass(*outputs)
+
+
+# --- Reading a pallas_call back from a traced program ------------------------------------------------
+
+
+class BlockMap(NamedTuple):
+    """How one operand of a `pallas_call` is cut into blocks.
+
+    Attributes:
+        array_shape: the whole operand's shape.
+        block_shape: one block's shape; None where the BlockSpec squeezes a dimension away.
+        index_map: grid indices -> the block's index along each dimension (ints): the traced
+            index map of the BlockSpec, evaluated.
+    """
+
+    array_shape: tuple[int, ...]
+    block_shape: tuple[int | None, ...]
+    index_map: Callable[..., tuple[int, ...]]
+
+
+class CallLayout(NamedTuple):
+    """What a traced `pl.pallas_call` says about its grid and blocks (`pallas_call_layouts`).
+
+    Attributes:
+        grid: the grid's shape.
+        inputs, outputs: one `BlockMap` per input and per output.
+        scratch_shapes: the shape of each scratch buffer.
+        input_output_aliases: (input index, output index) pairs.
+        dimension_semantics: the compiler parameters' semantics of each grid axis
+            ("parallel", "arbitrary"), None where none were given.
+    """
+
+    grid: tuple[int, ...]
+    inputs: tuple[BlockMap, ...]
+    outputs: tuple[BlockMap, ...]
+    scratch_shapes: tuple[tuple[int, ...], ...]
+    input_output_aliases: tuple[tuple[int, int], ...]
+    dimension_semantics: tuple[str, ...] | None
+
+
+def _block_size(dim) -> int | None:
+    size = getattr(dim, "block_size", dim)
+    return size if isinstance(size, int) else None
+
+
+def _evaluated(closed_jaxpr) -> Callable[..., tuple[int, ...]]:
+    def index_map(*grid_indices):
+        values = jax.core.eval_jaxpr(closed_jaxpr.jaxpr, closed_jaxpr.consts, *grid_indices)
+        return tuple(int(value) for value in values)
+
+    return index_map
+
+
+def _layout(eqn) -> CallLayout:
+    mapping = eqn.params["grid_mapping"]
+    blocks = tuple(
+        BlockMap(
+            tuple(block.array_aval.shape),
+            tuple(_block_size(dim) for dim in block.block_shape),
+            _evaluated(block.index_map_jaxpr),
+        )
+        for block in mapping.block_mappings
+    )
+    semantics = getattr(eqn.params.get("compiler_params"), "dimension_semantics", None)
+    return CallLayout(
+        grid=tuple(int(size) for size in mapping.grid),
+        inputs=blocks[: mapping.num_inputs],
+        outputs=blocks[mapping.num_inputs :],
+        scratch_shapes=tuple(tuple(aval.shape) for aval in mapping.scratch_avals),
+        input_output_aliases=tuple(tuple(pair) for pair in eqn.params["input_output_aliases"]),
+        dimension_semantics=None if semantics is None else tuple(map(str, semantics)),
+    )
+
+
+def _pallas_equations(jaxpr):
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "pallas_call":
+            yield eqn
+            continue  # the kernel's own body holds no further pallas_call
+        for value in eqn.params.values():
+            for item in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(item, "jaxpr", item)
+                if hasattr(inner, "eqns"):
+                    yield from _pallas_equations(inner)
+
+
+def pallas_call_layouts(fn: Callable, *args) -> list[CallLayout]:
+    """The grid and blocks of every `pl.pallas_call` in `fn(*args)`, in the order they run,
+    read from `jax.make_jaxpr(fn)(*args)`, nested programs (jit, scan, ...) included."""
+    closed = jax.make_jaxpr(fn)(*args)
+    return [_layout(eqn) for eqn in _pallas_equations(closed.jaxpr)]
