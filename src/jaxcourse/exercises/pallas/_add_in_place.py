@@ -48,9 +48,9 @@ def check_add_in_place(add_in_place) -> None:
         shapes = f"vectors of length {n}"
         layout = the_call(add_in_place, x, y, what="add_in_place")
         grid = (pl.cdiv(n, BLOCK),)
-        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         require_blocks(layout.inputs, (BLOCK,), "input")
         require_blocks(layout.outputs, (BLOCK,), "output")
+        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         for position, block in enumerate(layout.inputs):
             require_index_map(block, grid, lambda i: (i,), f"input {position}")
         require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")

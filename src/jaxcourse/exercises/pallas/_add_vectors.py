@@ -38,9 +38,9 @@ def check_add_vectors(add_vectors) -> None:
         shapes = f"vectors of length {n}"
         layout = the_call(add_vectors, x, y, what="add_vectors")
         grid = (pl.cdiv(n, BLOCK),)
-        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         require_blocks(layout.inputs, (BLOCK,), "input")
         require_blocks(layout.outputs, (BLOCK,), "output")
+        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         for position, block in enumerate(layout.inputs):
             require_index_map(block, grid, lambda i: (i,), f"input {position}")
         require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")

@@ -52,9 +52,9 @@ def check_block_sums(block_sums) -> None:
         shapes = f"a vector of length {n}"
         layout = the_call(block_sums, x, what="block_sums")
         grid = (pl.cdiv(n, BLOCK),)
-        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         require_blocks(layout.inputs, (BLOCK,), "input")
         require_blocks(layout.outputs, (1,), "output")
+        require_grid(layout, grid, "one program per block of 128 entries", shapes)
         require_index_map(layout.inputs[0], grid, lambda i: (i,), "the input")
         require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")
         got = result_of(block_sums, (x,), grid, "block_sums", "one sum per block of 128")

@@ -79,6 +79,12 @@ def require_grid(layout: CallLayout, grid: tuple[int, ...], meaning: str, shapes
     """Fails unless the call's grid is `grid`; `meaning` says in words what each axis counts."""
     if layout.grid == tuple(grid):
         return
+    require(
+        sorted(layout.grid) != sorted(grid),
+        f"for {shapes} your grid is {layout.grid}; the exercise asks for {tuple(grid)} "
+        f"({meaning}): the same axes in another order. The order matters: a reduction axis "
+        "goes last, so that the programs that share an output block run one after another.",
+    )
     short = len(layout.grid) == len(grid) and any(
         got == want - 1 for got, want in zip(layout.grid, grid)
     )
@@ -86,12 +92,6 @@ def require_grid(layout: CallLayout, grid: tuple[int, ...], meaning: str, shapes
         not short,
         f"for {shapes} your grid is {layout.grid}, one program short of {tuple(grid)}: integer "
         "division leaves out the last, partial block. Round up with pl.cdiv(size, block).",
-    )
-    require(
-        sorted(layout.grid) != sorted(grid),
-        f"for {shapes} your grid is {layout.grid}; the exercise asks for {tuple(grid)} "
-        f"({meaning}): the same axes in another order. The order matters: a reduction axis "
-        "goes last, so that the programs that share an output block run one after another.",
     )
     raise CheckFailed(
         f"for {shapes} your grid is {layout.grid}; the exercise asks for {tuple(grid)} ({meaning})."

@@ -57,9 +57,9 @@ def check_matmul(matmul) -> None:
         shapes = f"x of shape {x_shape} and y of shape {y_shape}"
         layout = the_call(matmul, x, y, what="matmul")
         grid = (pl.cdiv(m, BLOCK), pl.cdiv(n, BLOCK), k // BLOCK)
-        require_grid(layout, grid, "row blocks, column blocks, then the reduction over k", shapes)
         require_blocks(layout.inputs, (BLOCK, BLOCK), "input")
         require_blocks(layout.outputs, (BLOCK, BLOCK), "output")
+        require_grid(layout, grid, "row blocks, column blocks, then the reduction over k", shapes)
         require_index_map(layout.inputs[0], grid, lambda i, j, kk: (i, kk), "x (input 0)")
         require_index_map(layout.inputs[1], grid, lambda i, j, kk: (kk, j), "y (input 1)")
         require_index_map(layout.outputs[0], grid, lambda i, j, kk: (i, j), "the output")

@@ -56,9 +56,9 @@ def check_row_softmax(row_softmax) -> None:
         x = shift + random_array(shape, seed, scale=scale)
         m, n = shape
         layout = the_call(row_softmax, x, what="row_softmax")
-        require_grid(layout, (m,), "one program per row", shapes)
         require_blocks(layout.inputs, (1, n), "input")
         require_blocks(layout.outputs, (1, n), "output")
+        require_grid(layout, (m,), "one program per row", shapes)
         require_index_map(layout.inputs[0], (m,), lambda i: (i, 0), "the input")
         require_index_map(layout.outputs[0], (m,), lambda i: (i, 0), "the output")
         got = result_of(row_softmax, (x,), shape, "row_softmax", "softmax of each row")
