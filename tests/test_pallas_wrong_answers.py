@@ -63,37 +63,37 @@ def vector_add(
     )(x, y)
 
 
-ADD_WRONG = [
-    (lambda x, y: x + y, "no pl.pallas_call"),
-    (functools.partial(vector_add, index_map=lambda i: (i * 128,)), "element offsets"),
-    (functools.partial(vector_add, grid=lambda n: (n // 128,)), "pl.cdiv"),
-    (functools.partial(vector_add, block=256), "block shape (256,)"),
-    (functools.partial(vector_add, kernel=subtract_kernel), "differs from the reference"),
-    (functools.partial(vector_add, interpret=False), "interpret=interpret_mode()"),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", ADD_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (lambda x, y: x + y, "no pl.pallas_call"),
+        (functools.partial(vector_add, index_map=lambda i: (i * 128,)), "element offsets"),
+        (functools.partial(vector_add, grid=lambda n: (n // 128,)), "pl.cdiv"),
+        (functools.partial(vector_add, block=256), "block shape (256,)"),
+        (functools.partial(vector_add, kernel=subtract_kernel), "differs from the reference"),
+        (functools.partial(vector_add, interpret=False), "interpret=interpret_mode()"),
+    ],
+)
 def test_add_vectors_wrong_answers_fail(wrong, hint):
     fails_with(check_add_vectors(wrong), hint)
 
 
-ALIAS_WRONG = [
-    (vector_add, "input_output_aliases are {}"),
-    (functools.partial(vector_add, aliases={1: 0}), "aliases input 1, y"),
-    (
-        functools.partial(vector_add, aliases={0: 0}, kernel=subtract_kernel),
-        "differs from the reference",
-    ),
-    (lambda x, y: x + y, "no pl.pallas_call"),
-    (
-        functools.partial(vector_add, aliases={0: 0}, index_map=lambda i: (128 * i,)),
-        "element offsets",
-    ),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", ALIAS_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (vector_add, "input_output_aliases are {}"),
+        (functools.partial(vector_add, aliases={1: 0}), "aliases input 1, y"),
+        (
+            functools.partial(vector_add, aliases={0: 0}, kernel=subtract_kernel),
+            "differs from the reference",
+        ),
+        (lambda x, y: x + y, "no pl.pallas_call"),
+        (
+            functools.partial(vector_add, aliases={0: 0}, index_map=lambda i: (128 * i,)),
+            "element offsets",
+        ),
+    ],
+)
 def test_add_in_place_wrong_answers_fail(wrong, hint):
     fails_with(check_add_in_place(wrong), hint)
 
@@ -122,19 +122,22 @@ def row_softmax(x, *, kernel=softmax_kernel, rows_per_block=1, index_map=lambda 
     )(x)
 
 
-SOFTMAX_WRONG = [
-    (
-        functools.partial(row_softmax, kernel=functools.partial(softmax_kernel, stable=False)),
-        "Subtract the row's max",
-    ),
-    (functools.partial(row_softmax, kernel=functools.partial(softmax_kernel, axis=0)), "axis=1"),
-    (functools.partial(row_softmax, rows_per_block=8), "the exercise asks for (1, 128)"),
-    (functools.partial(row_softmax, index_map=lambda i: (0, i)), "index map of the input"),
-    (lambda x: jax.nn.softmax(x, axis=1), "no pl.pallas_call"),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", SOFTMAX_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (
+            functools.partial(row_softmax, kernel=functools.partial(softmax_kernel, stable=False)),
+            "Subtract the row's max",
+        ),
+        (
+            functools.partial(row_softmax, kernel=functools.partial(softmax_kernel, axis=0)),
+            "axis=1",
+        ),
+        (functools.partial(row_softmax, rows_per_block=8), "the exercise asks for (1, 128)"),
+        (functools.partial(row_softmax, index_map=lambda i: (0, i)), "index map of the input"),
+        (lambda x: jax.nn.softmax(x, axis=1), "no pl.pallas_call"),
+    ],
+)
 def test_row_softmax_wrong_answers_fail(wrong, hint):
     fails_with(check_row_softmax(wrong), hint)
 
@@ -186,26 +189,26 @@ def matmul(
     )(x, y)
 
 
-MATMUL_WRONG = [
-    (
-        functools.partial(matmul, kernel=functools.partial(matmul_kernel, initialise=False)),
-        "@pl.when(pl.program_id(2) == 0)",
-    ),
-    (
-        functools.partial(matmul, kernel=functools.partial(matmul_kernel, accumulate=False)),
-        "instead of adding",
-    ),
-    (functools.partial(matmul, y_map=lambda i, j, kk: (j, kk)), "index map of y"),
-    (functools.partial(matmul, order="k first"), "a reduction axis goes last"),
-    (
-        functools.partial(matmul, semantics=("parallel", "parallel", "parallel")),
-        "Mark it 'arbitrary'",
-    ),
-    (lambda x, y: x @ y, "no pl.pallas_call"),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", MATMUL_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (
+            functools.partial(matmul, kernel=functools.partial(matmul_kernel, initialise=False)),
+            "@pl.when(pl.program_id(2) == 0)",
+        ),
+        (
+            functools.partial(matmul, kernel=functools.partial(matmul_kernel, accumulate=False)),
+            "instead of adding",
+        ),
+        (functools.partial(matmul, y_map=lambda i, j, kk: (j, kk)), "index map of y"),
+        (functools.partial(matmul, order="k first"), "a reduction axis goes last"),
+        (
+            functools.partial(matmul, semantics=("parallel", "parallel", "parallel")),
+            "Mark it 'arbitrary'",
+        ),
+        (lambda x, y: x @ y, "no pl.pallas_call"),
+    ],
+)
 def test_matmul_wrong_answers_fail(wrong, hint):
     fails_with(check_matmul(wrong), hint)
 
@@ -236,17 +239,17 @@ def block_sums(x, *, mask="right", out_block=1, index_map=lambda i: (i,)):
     )(x)
 
 
-BLOCK_SUMS_WRONG = [
-    (functools.partial(block_sums, mask=None), "Mask it"),
-    (functools.partial(block_sums, mask="off by one"), "pl.program_id(0) * 128"),
-    (functools.partial(block_sums, mask="no offset"), "the block's offset plus the position"),
-    (functools.partial(block_sums, out_block=128), "block shape (128,)"),
-    (functools.partial(block_sums, index_map=lambda i: (128 * i,)), "element offsets"),
-    (lambda x: jnp.sum(x), "no pl.pallas_call"),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", BLOCK_SUMS_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (functools.partial(block_sums, mask=None), "Mask it"),
+        (functools.partial(block_sums, mask="off by one"), "pl.program_id(0) * 128"),
+        (functools.partial(block_sums, mask="no offset"), "the block's offset plus the position"),
+        (functools.partial(block_sums, out_block=128), "block shape (128,)"),
+        (functools.partial(block_sums, index_map=lambda i: (128 * i,)), "element offsets"),
+        (lambda x: jnp.sum(x), "no pl.pallas_call"),
+    ],
+)
 def test_block_sums_wrong_answers_fail(wrong, hint):
     fails_with(check_block_sums(wrong), hint)
 
@@ -288,18 +291,18 @@ def exp_column_sums(x, *, initialise=True, mask=True, exp=True, rows_first=False
     )(x)
 
 
-EXP_SUMS_WRONG = [
-    (
-        functools.partial(exp_column_sums, initialise=False),
-        "zero it under @pl.when(pl.program_id(1) == 0)",
-    ),
-    (functools.partial(exp_column_sums, mask=False), "Mask those rows"),
-    (functools.partial(exp_column_sums, exp=False), "apply jnp.exp"),
-    (functools.partial(exp_column_sums, rows_first=True), "a reduction axis goes last"),
-    (lambda x: jnp.sum(jnp.exp(x), axis=0), "no pl.pallas_call"),
-]
-
-
-@pytest.mark.parametrize("wrong, hint", EXP_SUMS_WRONG)
+@pytest.mark.parametrize(
+    "wrong, hint",
+    [
+        (
+            functools.partial(exp_column_sums, initialise=False),
+            "zero it under @pl.when(pl.program_id(1) == 0)",
+        ),
+        (functools.partial(exp_column_sums, mask=False), "Mask those rows"),
+        (functools.partial(exp_column_sums, exp=False), "apply jnp.exp"),
+        (functools.partial(exp_column_sums, rows_first=True), "a reduction axis goes last"),
+        (lambda x: jnp.sum(jnp.exp(x), axis=0), "no pl.pallas_call"),
+    ],
+)
 def test_exp_column_sums_wrong_answers_fail(wrong, hint):
     fails_with(check_exp_column_sums(wrong), hint)
