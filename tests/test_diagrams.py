@@ -258,3 +258,39 @@ def test_visualize_array_sharding_takes_one_or_two_axes_only():
     array = jax.device_put(jnp.zeros((8, 3, 2)), NamedSharding(_meshes()[0], P("data")))
     with pytest.raises(ValueError, match="only works for shapes with 1 and 2 dimensions"):
         jax.debug.visualize_array_sharding(array)
+
+
+# --- pallas -----------------------------------------------------------------------------------------
+
+
+def test_grid_blocks_evaluate_the_index_maps_of_a_real_call():
+    """row_sums on (13, 200) with (8, 128) blocks: a (2, 2) grid; each input block is read by one
+    step, and each output block by both steps of the reduction axis; the edge blocks reach past
+    the array."""
+    from jaxcourse import pallas_kernels
+
+    x = jnp.ones((13, 200))
+    read = diagrams.grid_blocks(pallas_kernels.row_sums, x)
+    assert read.grid == (2, 2) and read.array_shape == (13, 200) and read.block_shape == (8, 128)
+    assert [visit.steps for visit in read.visits] == [((0, 0),), ((0, 1),), ((1, 0),), ((1, 1),)]
+    assert read.visits[-1].rows == (8, 16) and read.visits[-1].cols == (128, 256)
+    written = diagrams.grid_blocks(pallas_kernels.row_sums, x, operand="output")
+    assert written.array_shape == (13,) and written.block_shape == (8,)
+    assert [visit.steps for visit in written.visits] == [((0, 0), (0, 1)), ((1, 0), (1, 1))]
+    assert [visit.cols for visit in written.visits] == [(0, 8), (8, 16)]
+    ax = diagrams.plot_grid_blocks(read)
+    assert len([p for p in ax.patches if p.get_fill()]) == 4  # one filled rectangle per block
+
+
+@pytest.mark.parametrize(
+    "fn, operand, match",
+    [
+        (jnp.sin, "input", "no pallas_call"),
+        (None, "inputs", "'input' or 'output'"),
+    ],
+)
+def test_grid_blocks_rejects_what_it_cannot_draw(fn, operand, match):
+    from jaxcourse import pallas_kernels
+
+    with pytest.raises(ValueError, match=match):
+        diagrams.grid_blocks(fn or pallas_kernels.row_sums, jnp.ones((4, 4)), operand=operand)

@@ -30,7 +30,7 @@ LEVEL_OPTIONS = {
     2: set(),
     3: {"container"},
     4: set(),
-    5: {"tol", "monitor_every", "blas_threads", "start", "separation_limit"},
+    5: {"tol", "monitor_every", "blas_threads", "start", "separation_limit", "kernel"},
     6: {"tol", "monitor_every", "blas_threads", "mesh", "separation_limit"},
 }
 """The options each level adds to the common signature; each must be explained in its docstring."""

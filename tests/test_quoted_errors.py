@@ -42,6 +42,17 @@ def quoted_messages() -> dict[tuple[str, str], list[str]]:
 # Reproducers: each raises (or warns) what the quote says ------------------------------------------
 
 
+def _pallas_compiled_on_a_cpu():
+    from jax.experimental import pallas as pl
+
+    def double(x_ref, out_ref):
+        out_ref[...] = 2.0 * x_ref[...]
+
+    call = pl.pallas_call(double, out_shape=jax.ShapeDtypeStruct((8,), jnp.float32))
+    with jax.default_device(jax.devices("cpu")[0]):
+        call(jnp.ones(8))
+
+
 class _Plain:
     """A class that is not a pytree."""
 
@@ -269,6 +280,7 @@ REPRODUCERS = {
         jax.jit(jnp.sin).lower(1.0).memory_analysis()
     ),
     "cost needs a compiled program": _cost_of_a_function_never_compiled,
+    "Only interpret mode is supported on CPU backend": _pallas_compiled_on_a_cpu,
 }
 
 QUOTES = quoted_messages()

@@ -30,6 +30,8 @@ Subpackages and modules, one idea each:
     roofline   FLOPs and bytes from the cost analysis, the measured peak and bandwidth
     memory     a compiled program's memory figures (arguments, outputs, temporaries, aliases)
     compilation_cache  the course's way to turn on JAX's persistent compilation cache
+    pallas_kernels the Pallas chapter's kernels and level 5's fused elementwise pass, interpreted
+               on a CPU and compiled on a GPU or TPU
 
 Build tooling (notebook generation, static checks of the Quarto book) is not part of this
 package: it lives in `tools/` at the repository root, so learners never install it.

@@ -52,6 +52,7 @@ def run_loop(
     reduce: Callable = no_reduction,
     monitor_every: int = 1,
     step_limit: jax.Array | None = None,
+    kernel: str = "xla",
 ) -> FitResult:
     """The convergence loop, for use under `jit` (and, with `reduce`, inside `shard_map`).
 
@@ -70,6 +71,7 @@ def run_loop(
     The loop also stops at the first iterate whose ELBO (where computed) is not finite, with status `DIVERGED`; a non-finite value never ends it as if it had converged.
     `step_limit` (traced, at most `n_iter`) stops it after that many steps: a diverged fit is
     replayed with it to recover its last finite iterate (`_algorithm.report_divergence`).
+    `kernel` chooses how each evaluation computes its elementwise work (`profiled.KERNELS`).
 
     Returns:
         A `FitResult`: the `(n_iter,)` trace of the ELBO before each step, whose entries from
@@ -90,7 +92,9 @@ def run_loop(
         state, _ = carry
         last = state.step >= limit
         monitored = True if monitor_every == 1 else (state.step % monitor_every == 0) | last
-        evaluation = evaluate(problem, state.variational, reduce, with_elbo=monitored)
+        evaluation = evaluate(
+            problem, state.variational, reduce, with_elbo=monitored, kernel=kernel
+        )
         elbo = evaluation.elbo
         trace = state.trace.at[state.step].set(elbo, mode="drop")  # no entry for k = n_iter
         earlier = trace[jnp.maximum(state.step - TOL_WINDOW, 0)]

@@ -22,7 +22,7 @@ from ._algorithm import FitResult, check_fit_arguments, init_variational, report
 from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_monitor_every, check_tol, run_loop
-from .profiled import Problem, prepare
+from .profiled import Problem, check_kernel, prepare
 from .separation import Separation, find_separation, no_separation, push_to_limit, warn_separation
 
 RPROP = rprop(0.1, step_sizes=(1e-10, 50.0))
@@ -44,12 +44,13 @@ iteration, and idle OpenBLAS threads spinning after each call take the core XLA 
 (`config.limit_blas_threads` explains it; the benchmark chapter measures it)."""
 
 
-@partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every"))
+@partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "kernel"))
 def fit_compiled(
-    problem, variational, tol, step_limit=None, *, n_iter, optimizer, monitor_every
+    problem, variational, tol, step_limit=None, *, n_iter, optimizer, monitor_every, kernel="xla"
 ) -> FitResult:
-    """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter`, `optimizer` and
-    `monitor_every` are static (a new value compiles anew), `tol` and `step_limit` are traced."""
+    """The compiled program behind `fit`: `run_loop` under `jit`; `n_iter`, `optimizer`,
+    `monitor_every` and `kernel` are static (a new value compiles anew), `tol` and `step_limit`
+    are traced."""
     return run_loop(
         problem,
         variational,
@@ -58,6 +59,7 @@ def fit_compiled(
         optimizer=optimizer,
         monitor_every=monitor_every,
         step_limit=step_limit,
+        kernel=kernel,
     )
 
 
@@ -117,6 +119,7 @@ def fit(
     blas_threads: int | None = BLAS_THREADS,
     start: Variational | None = None,
     separation_limit: bool = True,
+    kernel: str = "xla",
 ) -> FitResult:
     """Fits the PLN model by at most `n_iter` steps on the profiled ELBO.
 
@@ -144,6 +147,9 @@ def fit(
             rates held at 0, and return a point where they are numerically 0
             (`separation.push_to_limit`; True), or fit the data as given, whose ELBO then
             creeps up for thousands of iterations as their coefficients drift (False).
+        kernel: how each iteration computes its elementwise work (`profiled.KERNELS`, static):
+            "xla", the jnp expressions that XLA fuses, or "pallas", one Pallas kernel over
+            `(n, p)` blocks (`pallas_kernels.pln_pass`), in interpret mode on a CPU.
 
     Returns:
         A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, before step k (NaN
@@ -157,11 +163,14 @@ def fit(
     )  # before init_variational reads data
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
+    check_kernel(kernel)
     start = init_variational(data) if start is None else start
     check_start(data, start)
     problem, held = prepare_checked(data, separation_limit)
     tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
-    options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every))
+    options = dict(
+        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), kernel=kernel
+    )
 
     def run(step_limit):
         step_limit = jnp.asarray(step_limit, jnp.int32)

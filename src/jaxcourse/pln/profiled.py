@@ -25,6 +25,7 @@ import numpy as np
 from jax.scipy.linalg import solve_triangular
 from scipy.special import gammaln  # NumPy float64: the constant must not be rounded to float32
 
+from ..pallas_kernels import pln_pass
 from ..reductions import total
 from ._data import PLNData
 from ._model import ModelParams, Variational, scatter_matrix
@@ -189,8 +190,34 @@ def no_reduction(tree):
     return tree
 
 
+KERNELS = ("xla", "pallas")
+"""The ways `evaluate` computes its elementwise work: "xla", the jnp expressions that XLA
+compiles and fuses as it sees fit, or "pallas", one Pallas kernel over (n, p) blocks
+(`pallas_kernels.pln_pass`)."""
+
+
+def check_kernel(kernel) -> None:
+    """Raises `ValueError` unless `kernel` is one of `KERNELS`."""
+    if not isinstance(kernel, str) or kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {KERNELS}, got {kernel!r}.")
+
+
+def _elbo(poisson, problem: Problem, chol) -> jax.Array:
+    # -n/2 log det Sigma - 1/2 tr(Omega * n Sigma) + n p / 2 = -n/2 log det Sigma exactly.
+    return (
+        poisson
+        + problem.log_factorial_constant
+        - problem.n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
+    )
+
+
 def evaluate(
-    problem: Problem, variational: Variational, reduce: Callable = no_reduction, *, with_elbo=True
+    problem: Problem,
+    variational: Variational,
+    reduce: Callable = no_reduction,
+    *,
+    with_elbo=True,
+    kernel: str = "xla",
 ) -> Evaluation:
     """The profiled ELBO, its analytic gradient and a diagonal curvature, in one pass.
 
@@ -202,10 +229,17 @@ def evaluate(
             (level 6), which is why only sums over samples pass through it.
         with_elbo: True, or a traced boolean: where it is false, `lax.cond` skips the Poisson
             sum and `elbo` is NaN (the gradient and curvature do not need it).
+        kernel: "xla" (the default) or "pallas", which computes the rates, the Poisson sum,
+            the gradient and the curvature in one Pallas kernel (`pallas_kernels.pln_pass`);
+            it computes the Poisson sum always (one more sum in a pass that reads its terms
+            anyway), and `elbo` is NaN where `with_elbo` is false, as with "xla".
 
     Returns:
         An `Evaluation`; equal to `profiled_elbo` and `jax.grad(profiled_elbo)`.
     """
+    check_kernel(kernel)
+    if kernel == "pallas":
+        return _evaluate_with_kernel(problem, variational, reduce, with_elbo)
     counts, covariates = problem.counts, problem.covariates
     mean, sqrt_var = variational
     variance = jnp.square(sqrt_var)
@@ -222,10 +256,7 @@ def evaluate(
     n_samples = problem.n_samples
     covariance = scatter / n_samples
     chol, precision = cholesky_and_precision(covariance)
-    # -n/2 log det Sigma - 1/2 tr(Omega * n Sigma) + n p / 2 = -n/2 log det Sigma exactly.
-    elbo = (
-        poisson + problem.log_factorial_constant - n_samples * jnp.sum(jnp.log(jnp.diagonal(chol)))
-    )
+    elbo = _elbo(poisson, problem, chol)
     diag_precision = jnp.diagonal(precision)
     grad = Variational(
         counts - rate - residuals @ precision,
@@ -236,6 +267,35 @@ def evaluate(
         1.0 / variance + rate * (1.0 + variance) + diag_precision,
     )
     return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance))
+
+
+def _evaluate_with_kernel(problem: Problem, variational: Variational, reduce, with_elbo):
+    """`evaluate` with its elementwise work in one Pallas kernel: the matrix products, the
+    column sums of S^2 and the small (p, p) algebra first, since the gradient needs Omega."""
+    mean, sqrt_var = variational
+    coef = problem.gram_inverse @ reduce(problem.covariates.T @ mean)
+    residuals = mean - problem.covariates @ coef
+    scatter = reduce(scatter_matrix(residuals, jnp.square(sqrt_var)))
+    covariance = scatter / problem.n_samples
+    chol, precision = cholesky_and_precision(covariance)
+    fused = pln_pass(
+        problem.counts,
+        problem.offsets,
+        problem.shifted_offsets,
+        mean,
+        sqrt_var,
+        residuals @ precision,
+        jnp.diagonal(precision),
+    )
+    elbo = _elbo(reduce(total(fused.poisson_partials)), problem, chol)
+    if with_elbo is not True:
+        elbo = jnp.where(with_elbo, elbo, jnp.nan)
+    return Evaluation(
+        elbo,
+        Variational(fused.grad_mean, fused.grad_sqrt_var),
+        Variational(fused.curvature_mean, fused.curvature_sqrt_var),
+        ModelParams(coef, covariance),
+    )
 
 
 def profiled_elbo_and_grad(

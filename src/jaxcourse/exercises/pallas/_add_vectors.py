@@ -1,0 +1,54 @@
+"""Checker for the Pallas chapter's Exercise 1: a vector add on a grid."""
+
+from __future__ import annotations
+
+from jax.experimental import pallas as pl
+
+from ...checks import exercise_checker, require_callable
+from ._common import (
+    random_array,
+    require_blocks,
+    require_close,
+    require_grid,
+    require_index_map,
+    result_of,
+    the_call,
+)
+
+BLOCK = 128
+LENGTHS = (1024, 1000, 130, 7)
+"""Only the first divides the block; the last is shorter than one block."""
+
+HINTS = {
+    "check_add_vectors": (
+        "The kernel gets three refs, x_ref, y_ref and out_ref, and writes "
+        "out_ref[...] = x_ref[...] + y_ref[...]; pl.pallas_call runs it once per block.",
+        "grid=(pl.cdiv(n, 128),) and pl.BlockSpec((128,), index_map) for the two inputs and the "
+        "output; the index map takes the program index i and returns the block index (i,), not "
+        "the element offset. Pass interpret=interpret_mode().",
+    ),
+}
+
+
+@exercise_checker("Exercise 1 (a vector add on a grid)")
+def check_add_vectors(add_vectors) -> None:
+    require_callable(add_vectors, "add_vectors")
+    for seed, n in enumerate(LENGTHS):
+        x, y = random_array((n,), 2 * seed), random_array((n,), 2 * seed + 1)
+        shapes = f"vectors of length {n}"
+        layout = the_call(add_vectors, x, y, what="add_vectors")
+        grid = (pl.cdiv(n, BLOCK),)
+        require_blocks(layout.inputs, (BLOCK,), "input")
+        require_blocks(layout.outputs, (BLOCK,), "output")
+        require_grid(layout, grid, "one program per block of 128 entries", shapes)
+        for position, block in enumerate(layout.inputs):
+            require_index_map(block, grid, lambda i: (i,), f"input {position}")
+        require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")
+        got = result_of(add_vectors, (x, y), (n,), "add_vectors", "x + y")
+        require_close(
+            got,
+            x + y,
+            shapes=shapes,
+            nan_hint="The blocks past the end read NaN in interpret mode; an elementwise kernel "
+            "never needs them, so look at what your kernel writes.",
+        )
