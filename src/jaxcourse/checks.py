@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
 from collections.abc import Callable
 
 from . import ladder
@@ -94,6 +95,28 @@ def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
         return True
     except (TypeError, ValueError):
         return False
+
+
+ELLIPSIS = "\u2026"
+SENTENCE_END = re.compile(r"[.?!](?=\s)")
+
+
+def shorten(message: str, limit: int = 300) -> str:
+    """`message` as a hint quotes it: whole when it has at most `limit` characters; otherwise cut
+    after the last sentence that ends within the limit (when that keeps at least half of it), or
+    else after the last whole word, and marked with an ellipsis. A quoted JAX error then never
+    ends inside a word ("Perhaps you are callin."); only a single word longer than `limit` is cut."""
+    message = str(message)
+    if len(message) <= limit:
+        return message
+    ends = [m.end() for m in SENTENCE_END.finditer(message, 0, limit + 1) if m.end() <= limit]
+    if ends and ends[-1] >= limit // 2:
+        return message[: ends[-1]] + ELLIPSIS
+    cut = message[: limit + 1]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > 0:
+        return message[:space].rstrip(" ,;:\n") + ELLIPSIS
+    return message[:limit] + ELLIPSIS
 
 
 class CheckFailed(Exception):
@@ -246,7 +269,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
         return CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__))
     if isinstance(error, TypeError) and "not a valid JAX type" in str(error):  # from jit or vmap
         return CheckFailed(
-            f"{what} returned a value JAX cannot hold as an array ({str(error)[:200]}): return "
+            f"{what} returned a value JAX cannot hold as an array ({shorten(str(error), 200)}): return "
             "jnp arrays (or numbers), as the exercise asks."
         )
     if (
@@ -256,7 +279,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
             f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
             "against the exercise's stub."
         )
-    return AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}")
+    return AnswerRaised(f"{type(error).__name__}: {shorten(str(error))}")
 
 
 def require(condition: bool, hint: str) -> None:
@@ -310,10 +333,12 @@ def exercise_checker(exercise: str) -> Callable:
                     return Verdict(
                         exercise,
                         False,
-                        f"your code raised {type(error).__name__}: {str(error)[:300]}",
+                        f"your code raised {type(error).__name__}: {shorten(str(error))}",
                     )
                 return Verdict(
-                    exercise, False, f"{CHECKER_ERROR}: {type(error).__name__}: {str(error)[:300]}"
+                    exercise,
+                    False,
+                    f"{CHECKER_ERROR}: {type(error).__name__}: {shorten(str(error))}",
                 )
             return Verdict(exercise, True, "correct, well done.")
 
