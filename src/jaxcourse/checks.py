@@ -303,7 +303,9 @@ def exercise_checker(exercise: str) -> Callable:
 
     The wrapped checker returns a `Verdict`, shown as one line when it is the last
     expression of a cell. A stub that raises `NotImplementedError` or returns `None` gets
-    'not yet'; any other exception from the learner's code is reported, not raised.
+    'not yet'; any other exception from the learner's code is reported, not raised. A `check`
+    that returns a string (a note on a correct answer, such as a warning it raised) has it
+    added to the verdict.
     """
 
     def decorate(check: Callable) -> Callable[..., Verdict]:
@@ -319,7 +321,7 @@ def exercise_checker(exercise: str) -> Callable:
                     exercise, False, "no answer yet: fill in the stub, then run this cell again."
                 )
             try:
-                check(*args, **kwargs)
+                note = check(*args, **kwargs)
             except CheckFailed as failure:
                 return Verdict(exercise, False, f"Hint: {failure}")
             except NotImplementedError:
@@ -340,7 +342,8 @@ def exercise_checker(exercise: str) -> Callable:
                     False,
                     f"{CHECKER_ERROR}: {type(error).__name__}: {shorten(str(error))}",
                 )
-            return Verdict(exercise, True, "correct, well done.")
+            note = f" {note}" if isinstance(note, str) and note else ""
+            return Verdict(exercise, True, f"correct, well done.{note}")
 
         checker.__exercise__ = exercise
         return ladder.attach(checker)  # checker.hint(n) and checker.solution()
