@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import os
 import re
+import warnings
 from collections.abc import Callable
 
 from . import ladder
@@ -22,6 +23,8 @@ class Verdict:
     exercise: str
     passed: bool
     message: str
+    warned: tuple[str, ...] = ()
+    """The warnings raised while the answer was checked ("UserWarning: ..."), shown as well."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -67,6 +70,9 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
             raise AssertionError(
                 f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}"
             )
+        warned = {name: v.warned for name, v in last.items() if v.passed and v.warned}
+        if warned:  # a reference solution must pass cleanly: a learner cannot tell a warning apart
+            raise AssertionError(f"a correct answer raised warnings while checked: {warned}")
     return ExerciseSummary(table)
 
 
@@ -311,7 +317,15 @@ def exercise_checker(exercise: str) -> Callable:
     def decorate(check: Callable) -> Callable[..., Verdict]:
         @functools.wraps(check)
         def checker(*args, **kwargs) -> Verdict:
-            verdict = _verdict(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                verdict = _verdict(*args, **kwargs)
+            for warning in caught:  # still shown, as without the checker
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+            if caught:
+                verdict = _with_warnings(verdict, caught)
             _VERDICTS.append(verdict)
             return verdict
 
@@ -349,6 +363,19 @@ def exercise_checker(exercise: str) -> Callable:
         return ladder.attach(checker)  # checker.hint(n) and checker.solution()
 
     return decorate
+
+
+def _with_warnings(verdict: Verdict, caught: list) -> Verdict:
+    """`verdict`, recording the warnings raised while the answer was checked; a pass says that
+    the answer is right all the same, so that the warning printed above it leaves no doubt."""
+    warned = tuple(shorten(f"{w.category.__name__}: {w.message}", 200) for w in caught)
+    message = verdict.message
+    if verdict.passed:
+        message += (
+            f" Your code also raised a warning, shown above ({warned[0]}): it does not change this "
+            "verdict, but read it, it may point at a better way."
+        )
+    return dataclasses.replace(verdict, message=message, warned=warned)
 
 
 def _raised_in_learner_code(error: BaseException) -> bool:
