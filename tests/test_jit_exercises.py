@@ -1,6 +1,7 @@
 """The jit chapter's checkers accept the reference solutions and reject typical wrong answers."""
 
 import time
+import warnings
 from functools import partial
 
 import jax
@@ -354,6 +355,23 @@ def test_agrees_with_float64_reference_passes():
     """jit on x as given, float64 reference under enable_x64, tolerance relative to the reference."""
     verdict = exercises.check_agrees_with_float64(agrees_with_float64)
     assert verdict, verdict.message
+
+
+def test_agrees_with_float64_reference_used_after_the_x64_block_passes_with_a_note():
+    """The newcomer's answer: the float64 reference is an array, compared after the block, where
+    JAX rounds it to float32 and warns. It passes, and the verdict, not a warning, says why."""
+
+    def late_comparison(fn, x, rtol=1e-4):
+        jitted = jax.jit(fn)(x)
+        with jax.enable_x64(True):
+            reference = fn(np.asarray(x, np.float64))
+        return bool(abs(jitted - reference) <= rtol * abs(reference))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        verdict = exercises.check_agrees_with_float64(late_comparison)
+    assert verdict, verdict.message
+    assert "truncated to dtype float32" in verdict.message and "float(" in verdict.message
 
 
 def test_agrees_with_float64_isclose_passes():

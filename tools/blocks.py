@@ -73,6 +73,9 @@ class Block:
     exercises: tuple[str, ...]
     minutes: dict[str, int]
     note: str = ""
+    uses: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """{exercise: the JAX functions its reference solution calls}, as the plan declares them
+    (`jax_calls` reads them from the solution; the tests hold the two equal)."""
     shown: bool = False
     """True for a block shown from the executed chapter on the website: it has no notebook."""
 
@@ -120,12 +123,20 @@ def blocks(root: Path = ROOT) -> list[Block]:
             chapter=str(entry["chapter"]),
             demonstrate=tuple(entry.get("demonstrate") or ()),
             exercises=tuple(entry.get("exercises") or ()),
+            uses=_uses(entry.get("exercises")),
             minutes={key: int(value) for key, value in entry["minutes"].items()},
             note=str(entry.get("note", "")),
             shown=bool(entry.get("shown", False)),
         )
         for entry in load_plan(root)["blocks"]
     ]
+
+
+def _uses(exercises) -> dict[str, tuple[str, ...]]:
+    """The plan's `exercises:` mapping (exercise: [functions it uses]); a plain list declares none."""
+    if not isinstance(exercises, dict):
+        return {}
+    return {str(key): tuple(value or ()) for key, value in exercises.items()}
 
 
 def schedule(name: str, root: Path = ROOT) -> list[Slot]:
@@ -364,6 +375,82 @@ def names_uncached(code: str) -> tuple[set[str], set[str]]:
     return free - IGNORED, defined
 
 
+# --- what a solution calls ----------------------------------------------------------------
+
+JAX_ROOTS = {"jax", "jnp", "lax"}
+SHORT_FORMS = (("jax.numpy.", "jnp."), ("jax.lax.", "lax."))
+
+
+def _dotted(node: ast.AST) -> str | None:
+    """'jax.random.split' for that attribute chain, shortened to `jnp.`/`lax.`; None when the
+    chain does not start at jax, jnp or lax."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not (isinstance(node, ast.Name) and node.id in JAX_ROOTS and parts):
+        return None
+    name = ".".join([node.id, *reversed(parts)])
+    for long, short in SHORT_FORMS:
+        if name.startswith(long):
+            name = short + name.removeprefix(long)
+    return name
+
+
+def jax_calls(code: str) -> set[str]:
+    """The JAX functions a piece of code calls: `jax.`, `jnp.` and `lax.` attribute chains that
+    are called, used as a decorator or passed to a call (`partial(jax.jit, ...)`), constants and
+    dtypes left out."""
+    found = set()
+    for node in ast.walk(ast.parse(code)):
+        candidates = []
+        if isinstance(node, ast.Call):
+            candidates = [node.func, *node.args, *(k.value for k in node.keywords)]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            candidates = list(node.decorator_list)
+        found |= {name for name in map(_dotted, candidates) if name and _is_function(name)}
+    return found
+
+
+@functools.cache
+def _is_function(name: str) -> bool:
+    """Whether a `jax.`/`jnp.`/`lax.` name is a function (not a constant such as `jnp.nan`, nor a
+    dtype such as `jnp.float32`); a name JAX does not have counts as one, so that it is reported."""
+    import importlib
+
+    root, *attributes = name.split(".")
+    value = importlib.import_module({"jnp": "jax.numpy", "lax": "jax.lax"}.get(root, root))
+    for attribute in attributes:
+        value = getattr(value, attribute, None)
+        if value is None:
+            return True
+    return callable(value) and not isinstance(value, type)
+
+
+def jax_references(code: str) -> set[str]:
+    """Every `jax.`/`jnp.`/`lax.` attribute chain the code names (comments and text aside)."""
+    try:
+        tree = ast.parse(
+            "\n".join(line for line in code.split("\n") if not line.lstrip().startswith(("%", "!")))
+        )
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        name = _dotted(node) if isinstance(node, ast.Attribute) else None
+        if name:
+            names.add(name)
+            names |= {name.rsplit(".", k)[0] for k in range(1, name.count("."))}
+    return names
+
+
+def numpy_has(name: str) -> bool:
+    """Whether a `jnp.` function is NumPy's too (what the course assumes its readers know)."""
+    import numpy
+
+    return name.startswith("jnp.") and hasattr(numpy, name.removeprefix("jnp."))
+
+
 # --- a block's excerpts -----------------------------------------------------------------------
 
 
@@ -449,10 +536,26 @@ def used_imports(code: str, used: set[str]) -> str:
     return "\n\n".join(parts)
 
 
-def excerpt_text(block: Block, excerpt: Excerpt) -> str:
+EXERCISE_TITLE = re.compile(r"^(#+\s+Exercise\s+)(\d+)(?=:)")
+
+
+def exercise_name(prefix: str | None, title: str) -> str:
+    """An exercise heading as a block names it: "Exercise 3: ..." of chapter 1 becomes
+    "Exercise 1.3: ...", so a block's numbers have no gaps to explain and still match the
+    chapter and the checker ("Exercise 3 (...)")."""
+    return (
+        EXERCISE_TITLE.sub(lambda m: f"{m.group(1)}{prefix}.{m.group(2)}", title)
+        if prefix
+        else title
+    )
+
+
+def excerpt_text(block: Block, excerpt: Excerpt, prefix: str | None = None) -> str:
     """The block as the text of a page: front matter, then the selected lines in chapter order;
-    a chunk brought along is introduced by a line naming the section it comes from."""
+    a chunk brought along is introduced by a line naming the section it comes from, and each
+    exercise heading takes the chapter's number (`exercise_name`, for the chapter `prefix`)."""
     chapter = excerpt.chapter
+    headings = {chapter.section(exercise).start for exercise in block.exercises}
     brought = {chunk.start: chunk for chunk in excerpt.brought}
     used: set[str] = set()
     for chunk in chapter.chunks:
@@ -483,7 +586,8 @@ def excerpt_text(block: Block, excerpt: Excerpt) -> str:
             section = chapter.section_of(index)
             where = f", from @{section.id}" if section else ""
             out.extend(["", f"*Needed below{where}:*", ""])
-        out.append(chapter.lines[index])
+        line = chapter.lines[index]
+        out.append(exercise_name(prefix, line) if index in headings else line)
         previous = index
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -496,18 +600,26 @@ def colab_url(block: Block, repository: str | None = None) -> str:
     return colab.colab_url(block.notebook(), repository or colab.REPOSITORY)
 
 
-def _header(block: Block, book: Book, student: bool) -> str:
+def _header(block: Block, book: Book, student: bool, root: Path = ROOT) -> str:
     page = book.pages.get(block.page)
     chapter = f"{page.prefix} {page.title}" if page and page.prefix else block.chapter
     kind = "exercises" if student else "with solutions"
-    count = len(block.exercises)
+    loaded = load_chapter(block.chapter, root)
+    names = [
+        exercise_name(page.prefix if page else None, "# " + loaded.section(e).title)
+        .removeprefix("# ")
+        .split(":")[0]
+        for e in block.exercises
+    ]
+    listed = " and ".join(filter(None, [", ".join(names[:-1]), names[-1] if names else ""]))
+    numbers = " (numbered as in the chapter)" if page and page.prefix else ""
     return (
         f"# Workshop block: {block.title} ({kind})\n\n"
         f"{colab.badge_markdown(block.notebook(), book.repository)}\n\n"
         f"{colab.counterpart_markdown(block.notebook(student), book.repository)}\n\n"
         f"A short notebook for one block of the workshop: a few cells of the chapter "
         f"[{chapter}]({page_url(block.page, site=book.site)}) to run together, then "
-        f"{count} exercise{'s' if count != 1 else ''}. It runs top to bottom on its own; the "
+        f"{listed or 'no exercise'}{numbers}. It runs top to bottom on its own; the "
         "whole chapter is on the website."
     )
 
@@ -524,14 +636,15 @@ def block_notebook(
     """A block's notebook (without outputs), built from its chapter's text."""
     book = book or load_book(root)
     excerpt = select(block, load_chapter(block.chapter, root))
+    page = book.pages.get(block.page)
     notebook = chapter_to_notebook(
-        excerpt_text(block, excerpt),
+        excerpt_text(block, excerpt, page.prefix if page else None),
         block.notebook(student),
         student=student,
         book=book,
         page=block.page,
     )
-    notebook.cells[0].source = _header(block, book, student)
+    notebook.cells[0].source = _header(block, book, student, root)
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = cell.source.replace(*STUDENT_PATHS)
@@ -1000,6 +1113,8 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
             )
         for exercise in block.exercises:
             checker = _checker_of(chapter, exercise)
+            uses = ", ".join(f"`{name}`" for name in block.uses.get(exercise, ()))
+            out.append(f"- **What @{exercise} uses**: {uses or 'no JAX function'}.")
             out.append(f"- **Where people get stuck in @{exercise}** (`{checker}`):")
             points = stuck_points(checker, root) if tests_here and checker else []
             if not points:

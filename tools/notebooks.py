@@ -11,7 +11,8 @@ chunks without the Quarto CLI; `tools.quarto_markdown` turns Quarto's Markdown i
 and Colab render. Each notebook gets a title with Quarto's chapter number, an Open-in-Colab badge
 and the setup cell of `tools.colab`. Code cells lose their `#|` options: `error: true` becomes the
 `raises-exception` tag (nbmake then expects the error), `echo: false` a collapsed cell (Jupyter's
-`source_hidden`, Colab's form view), a figure's or table's caption a Markdown line beside it.
+`source_hidden`, Colab's form view), a figure's or table's caption a Markdown line beside it. A cross-reference in code (a stub's
+comment, a string that a hidden cell shows as Markdown) becomes the section's number and address.
 Cell ids do not depend on a cell's position (`stable_cell_ids`), so inserting a cell in a chapter
 changes only that cell in the notebook's diff.
 """
@@ -65,7 +66,7 @@ def code_cells(source: str, converter: ChapterConverter) -> list:
     """One code chunk as notebook cells: the code without its `#|` options, and its caption."""
     lines = source.split("\n")
     options = cell_options(lines)
-    code = "\n".join(lines[len(options) :]).strip("\n")
+    code = converter.code("\n".join(lines[len(options) :]).strip("\n"))
     if _is_false(options, "eval"):  # shown, never run
         return [nbformat.v4.new_markdown_cell(f"```python\n{code}\n```")]
     cell = nbformat.v4.new_code_cell(code)

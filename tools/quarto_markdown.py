@@ -171,6 +171,23 @@ class ChapterConverter:
         pieces.append(self._plain(text[position:]))
         return "".join(pieces)
 
+    def code(self, source: str) -> str:
+        """A code cell with its cross-references made readable where Jupyter shows them as
+        written: in a comment, "Section 2.1 (address)"; in a string (a hidden cell that builds
+        Markdown), the Markdown link that Quarto's output would hold."""
+        comments = _comment_spans(source)
+
+        def replace(match: re.Match) -> str:
+            label = match.group(1)
+            if any(start <= match.start() < end for start, end in comments):
+                target = self.book.targets.get(label) or self.page.targets.get(label)
+                if target is None:
+                    raise ValueError(f"{self.page.path}: @{label} has no target in the book")
+                return f"{target.text} ({page_url(target.page, site=self.book.site)}#{label})"
+            return self._target_link(label)
+
+        return CODE_CROSS_REFERENCE.sub(replace, source)
+
     def _target_number(self, label: str) -> str:
         return self.page.targets[label].text.split(" ", 1)[-1]
 
@@ -326,6 +343,29 @@ class ChapterConverter:
         return out
 
 
+CODE_CROSS_REFERENCE = re.compile(r"(?<![\w/.])@((?:sec|fig|tbl|eq|lst)-[\w-]*\w)")
+
+
+def _comment_spans(source: str) -> list[tuple[int, int]]:
+    """(start, end) offsets of the comments of Python code; the whole text when it does not parse
+    as Python (a cell magic), so that a reference there reads as plain text."""
+    import io
+    import tokenize
+
+    starts = [0]
+    for line in source.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return [(0, len(source))]
+    return [
+        (starts[t.start[0] - 1] + t.start[1], starts[t.end[0] - 1] + t.end[1])
+        for t in tokens
+        if t.type == tokenize.COMMENT
+    ]
+
+
 def _tidy(lines: list[str]) -> str:
     """Joins lines, with no run of blank (or blank quoted) lines and none at either end."""
     kept: list[str] = []
@@ -358,7 +398,9 @@ LEFTOVER_PATTERNS = {
 }
 """Quarto syntax that Jupyter would show as written, by name."""
 
-CODE_ONLY_PATTERNS = ("cell option", "shortcode")
+CODE_ONLY_PATTERNS = ("cell option", "shortcode", "cross-reference")
+"""What a code cell may not hold either: a stub's comment or a string shown as Markdown reaches
+the learner as written."""
 RAW_PATTERNS = ("executable code fence",)  # found before code is blanked, since it is code
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
+import re
+import warnings
 from collections.abc import Callable
 
 from . import ladder
@@ -21,6 +23,8 @@ class Verdict:
     exercise: str
     passed: bool
     message: str
+    warned: tuple[str, ...] = ()
+    """The warnings raised while the answer was checked ("UserWarning: ..."), shown as well."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -66,6 +70,9 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
             raise AssertionError(
                 f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}"
             )
+        warned = {name: v.warned for name, v in last.items() if v.passed and v.warned}
+        if warned:  # a reference solution must pass cleanly: a learner cannot tell a warning apart
+            raise AssertionError(f"a correct answer raised warnings while checked: {warned}")
     return ExerciseSummary(table)
 
 
@@ -94,6 +101,28 @@ def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
         return True
     except (TypeError, ValueError):
         return False
+
+
+ELLIPSIS = "\u2026"
+SENTENCE_END = re.compile(r"[.?!](?=\s)")
+
+
+def shorten(message: str, limit: int = 300) -> str:
+    """`message` as a hint quotes it: whole when it has at most `limit` characters; otherwise cut
+    after the last sentence that ends within the limit (when that keeps at least half of it), or
+    else after the last whole word, and marked with an ellipsis. A quoted JAX error then never
+    ends inside a word ("Perhaps you are callin."); only a single word longer than `limit` is cut."""
+    message = str(message)
+    if len(message) <= limit:
+        return message
+    ends = [m.end() for m in SENTENCE_END.finditer(message, 0, limit + 1) if m.end() <= limit]
+    if ends and ends[-1] >= limit // 2:
+        return message[: ends[-1]] + ELLIPSIS
+    cut = message[: limit + 1]
+    space = max(cut.rfind(" "), cut.rfind("\n"))
+    if space > 0:
+        return message[:space].rstrip(" ,;:\n") + ELLIPSIS
+    return message[:limit] + ELLIPSIS
 
 
 class CheckFailed(Exception):
@@ -246,7 +275,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
         return CheckFailed(_TRACED_PYTHON_HINT.format(what=what, error=type(error).__name__))
     if isinstance(error, TypeError) and "not a valid JAX type" in str(error):  # from jit or vmap
         return CheckFailed(
-            f"{what} returned a value JAX cannot hold as an array ({str(error)[:200]}): return "
+            f"{what} returned a value JAX cannot hold as an array ({shorten(str(error), 200)}): return "
             "jnp arrays (or numbers), as the exercise asks."
         )
     if (
@@ -256,7 +285,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
             f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
             "against the exercise's stub."
         )
-    return AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}")
+    return AnswerRaised(f"{type(error).__name__}: {shorten(str(error))}")
 
 
 def require(condition: bool, hint: str) -> None:
@@ -280,13 +309,23 @@ def exercise_checker(exercise: str) -> Callable:
 
     The wrapped checker returns a `Verdict`, shown as one line when it is the last
     expression of a cell. A stub that raises `NotImplementedError` or returns `None` gets
-    'not yet'; any other exception from the learner's code is reported, not raised.
+    'not yet'; any other exception from the learner's code is reported, not raised. A `check`
+    that returns a string (a note on a correct answer, such as a warning it raised) has it
+    added to the verdict.
     """
 
     def decorate(check: Callable) -> Callable[..., Verdict]:
         @functools.wraps(check)
         def checker(*args, **kwargs) -> Verdict:
-            verdict = _verdict(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                verdict = _verdict(*args, **kwargs)
+            for warning in caught:  # still shown, as without the checker
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+            if caught:
+                verdict = _with_warnings(verdict, caught)
             _VERDICTS.append(verdict)
             return verdict
 
@@ -296,7 +335,7 @@ def exercise_checker(exercise: str) -> Callable:
                     exercise, False, "no answer yet: fill in the stub, then run this cell again."
                 )
             try:
-                check(*args, **kwargs)
+                note = check(*args, **kwargs)
             except CheckFailed as failure:
                 return Verdict(exercise, False, f"Hint: {failure}")
             except NotImplementedError:
@@ -310,17 +349,33 @@ def exercise_checker(exercise: str) -> Callable:
                     return Verdict(
                         exercise,
                         False,
-                        f"your code raised {type(error).__name__}: {str(error)[:300]}",
+                        f"your code raised {type(error).__name__}: {shorten(str(error))}",
                     )
                 return Verdict(
-                    exercise, False, f"{CHECKER_ERROR}: {type(error).__name__}: {str(error)[:300]}"
+                    exercise,
+                    False,
+                    f"{CHECKER_ERROR}: {type(error).__name__}: {shorten(str(error))}",
                 )
-            return Verdict(exercise, True, "correct, well done.")
+            note = f" {note}" if isinstance(note, str) and note else ""
+            return Verdict(exercise, True, f"correct, well done.{note}")
 
         checker.__exercise__ = exercise
         return ladder.attach(checker)  # checker.hint(n) and checker.solution()
 
     return decorate
+
+
+def _with_warnings(verdict: Verdict, caught: list) -> Verdict:
+    """`verdict`, recording the warnings raised while the answer was checked; a pass says that
+    the answer is right all the same, so that the warning printed above it leaves no doubt."""
+    warned = tuple(shorten(f"{w.category.__name__}: {w.message}", 200) for w in caught)
+    message = verdict.message
+    if verdict.passed:
+        message += (
+            f" Your code also raised a warning, shown above ({warned[0]}): it does not change this "
+            "verdict, but read it, it may point at a better way."
+        )
+    return dataclasses.replace(verdict, message=message, warned=warned)
 
 
 def _raised_in_learner_code(error: BaseException) -> bool:

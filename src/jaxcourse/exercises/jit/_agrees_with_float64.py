@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from functools import partial
 
@@ -56,9 +57,41 @@ def _as_bool(answer, case: str) -> bool:
     )
 
 
+TRUNCATED = "will be truncated to dtype float32"
+"""What JAX's UserWarning says when a float64 array is used once the x64 switch is off again."""
+TRUNCATION_NOTE = (
+    "Note: your function made JAX warn that a float64 value 'will be truncated to dtype float32': "
+    "an array computed inside `with jax.enable_x64(True):` was used after the block, where JAX "
+    "rounds it to float32. Convert the reference with float(...) inside the block, as in "
+    "`reference = float(fn(np.asarray(x, np.float64)))`."
+)
+
+
 @exercise_checker("Exercise 5 (check jit against float64)")
-def check_agrees_with_float64(agrees_with_float64: Callable) -> None:
-    """Checks `agrees_with_float64(fn, x, rtol)`: jit(fn)(x) within rtol * |float64 value| of it."""
+def check_agrees_with_float64(agrees_with_float64: Callable) -> str:
+    """Checks `agrees_with_float64(fn, x, rtol)`: jit(fn)(x) within rtol * |float64 value| of it.
+    A float64 value used after the `enable_x64` block makes JAX warn: the verdict says so (a
+    warning above [PASSED] would leave the learner unsure), on a pass or with the hint."""
+    seen: list[warnings.WarningMessage] = []
+    try:
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            _check(agrees_with_float64)
+    except CheckFailed as failure:
+        if _truncated(seen):
+            raise CheckFailed(f"{failure} {TRUNCATION_NOTE}") from None
+        raise
+    finally:
+        for other in (w for w in seen if TRUNCATED not in str(w.message)):
+            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
+    return TRUNCATION_NOTE if _truncated(seen) else ""
+
+
+def _truncated(seen: list) -> bool:
+    return any(TRUNCATED in str(w.message) for w in seen)
+
+
+def _check(agrees_with_float64: Callable) -> None:
     require_callable(agrees_with_float64, "agrees_with_float64")
     from ...jit_parity import float64_sum, is_close, log_reduction, sample
 

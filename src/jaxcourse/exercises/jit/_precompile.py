@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...checks import call_answer, close, exercise_checker, require, require_callable
+from ...checks import call_answer, close, exercise_checker, require, require_callable, shorten
 from ...tracecount import count_compilations
 
 HINTS: dict[str, tuple[str, ...]] = {
@@ -60,7 +60,7 @@ def _require_value_error(serve: Callable, x: jax.Array, name: str, fix: str) -> 
     except Exception as error:  # the learner's code, or JAX refusing the wrong executable
         require(
             False,
-            f"serve({jax.typeof(x)}) raised {type(error).__name__}: {str(error)[:100]}. {fix}",
+            f"serve({jax.typeof(x)}) raised {type(error).__name__}: {shorten(str(error), 100)}. {fix}",
         )
     require(
         returned is not None,
@@ -158,7 +158,10 @@ def _require_dtype_and_fresh_state(precompile: Callable) -> None:
             "for the dtype argument, jax.ShapeDtypeStruct(shape, dtype), not a fixed float32.",
         )
     except Exception as error:  # the learner's code: reported with its class, never a crash
-        require(False, f"serve(float16[{size}]) raised {type(error).__name__}: {str(error)[:150]}")
+        require(
+            False,
+            f"serve(float16[{size}]) raised {type(error).__name__}: {shorten(str(error), 150)}",
+        )
     require(
         count.compiles == 0
         and close(values, np.cumsum(np.cos(np.asarray(x, np.float32)) * 2.0), rtol=1e-2, atol=1e-2),

@@ -15,6 +15,7 @@ from ...checks import (
     close,
     exercise_checker,
     require,
+    shorten,
 )
 
 HINTS = {
@@ -161,7 +162,7 @@ def _require_vector_values(run_steps: Callable, start, n_iter: int = 7) -> None:
     try:
         result = _run(run_steps, step, start, n_iter)
     except (CheckFailed, AnswerRaised) as error:
-        raise CheckFailed(assumes.format(did=f"failed ({str(error)[:200]})")) from error
+        raise CheckFailed(assumes.format(did=f"failed ({shorten(str(error), 200)})")) from error
     state, values = result if isinstance(result, tuple) and len(result) == 2 else (None, None)
     require(
         jnp.shape(values) == (n_iter, 3),

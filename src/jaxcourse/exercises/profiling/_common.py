@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import jax
 
-from ...checks import AnswerRaised, CheckFailed, call_answer
+from ...checks import AnswerRaised, CheckFailed, call_answer, shorten
 
 
 def _scale(x):
@@ -75,7 +75,7 @@ def _call_compiling(answer: Callable, *args, what: str):
             ) from None
         if isinstance(cause, TypeError) and "ShapeDtypeStruct" in message:
             raise CheckFailed(
-                f"{what} ran a function on a jax.ShapeDtypeStruct ({message[:120]}): a "
+                f"{what} ran a function on a jax.ShapeDtypeStruct ({shorten(message, 120)}): a "
                 "ShapeDtypeStruct has a shape and a dtype but no values, so do not run fn (nor "
                 "jax.jit(fn)) on the arguments. Lower and compile it, "
                 "jax.jit(fn).lower(*args).compile(), and read its cost_analysis()."

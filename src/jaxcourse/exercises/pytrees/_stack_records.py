@@ -8,7 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...checks import call_answer, close, exercise_checker, require
+from ...checks import call_answer, close, exercise_checker, require, shorten
 from ._common import _leaf_at, _Linear
 
 HINTS = {
@@ -122,7 +122,7 @@ def _require_names_record(message: str, description: str, index: int) -> None:
         return
     require(
         "pytree structure error" not in message,
-        f"when {description}, jax.tree.map raised its own ValueError ({message[:60]!r}...), which "
+        f"when {description}, jax.tree.map raised its own ValueError ({shorten(message, 60)!r}), which "
         "does not say which record: your own check let this difference through. Compare each "
         "record's whole jax.tree.structure with record 0's (not only its keys or its number of "
         f"leaves), and raise ValueError naming 'record {index}'.",
@@ -135,7 +135,7 @@ def _require_names_record(message: str, description: str, index: int) -> None:
     )
     require(
         False,
-        f"when {description}, you raised ValueError({message[:80]!r}...), but the message "
+        f"when {description}, you raised ValueError({shorten(message, 80)!r}), but the message "
         f"should name the record that differs, 'record {index}': compare each record's "
         "jax.tree.structure with record 0's and raise your own error.",
     )
@@ -153,7 +153,7 @@ def _require_structure_check(stack_records) -> None:
             require(
                 False,
                 f"when {description}, your function raised {type(error).__name__} "
-                f"({str(error)[:80]!r}), not a ValueError naming 'record {index}': compare each "
+                f"({shorten(str(error), 80)!r}), not a ValueError naming 'record {index}': compare each "
                 "record's jax.tree.structure with record 0's before stacking, and raise ValueError "
                 "yourself.",
             )
