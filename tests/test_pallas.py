@@ -22,8 +22,11 @@ def matrix(shape, seed=0):
     return jax.random.normal(jax.random.key(seed), shape)
 
 
-def test_interpret_mode_follows_the_backend():
-    assert pallas_kernels.interpret_mode() == (jax.default_backend() == "cpu")
+def test_kernels_compile_only_when_asked_and_never_on_a_cpu(monkeypatch):
+    monkeypatch.delenv(pallas_kernels.COMPILE_ENV, raising=False)
+    assert pallas_kernels.interpret_mode() is True
+    monkeypatch.setenv(pallas_kernels.COMPILE_ENV, "1")
+    assert pallas_kernels.interpret_mode() is (jax.default_backend() == "cpu")
 
 
 @pytest.mark.parametrize("shape, block", [((16, 256), (8, 128)), ((13, 130), (8, 128))])

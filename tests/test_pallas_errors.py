@@ -9,8 +9,6 @@ import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from jaxcourse import pallas_kernels
-
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
 
@@ -144,7 +142,3 @@ def test_level_5_writes_n_by_p_arrays_between_its_loops():
         evaluate, prepare(data), init_variational(data), shape=data.counts.shape
     )
     assert sum(shape == data.counts.shape for shape in written.values()) >= 2
-
-
-def test_the_interpret_switch_is_the_backend():
-    assert pallas_kernels.interpret_mode() is (jax.default_backend() == "cpu")

@@ -1,13 +1,15 @@
 """The course's Pallas kernels: small ones that the Pallas chapter takes apart, and the one that
 fuses the elementwise work of the case study's level-5 iteration into one pass over (n, p) blocks.
 
-Every kernel runs compiled on a GPU or TPU and in interpret mode on a CPU, which supports nothing
-else (`interpret_mode`). Pallas keeps its blocks' shapes static, so block sizes are arguments
+Every kernel runs in interpret mode unless `COMPILE_ENV` asks for compiled kernels on a GPU or
+TPU (`interpret_mode`): a CPU supports nothing else, and the course has not yet run its kernels
+compiled on any accelerator. Pallas keeps its blocks' shapes static, so block sizes are arguments
 with defaults, never traced values.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -16,12 +18,22 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
+COMPILE_ENV = "JAXCOURSE_PALLAS_COMPILE"
+"""Set to "1" to compile the kernels on a GPU or TPU instead of interpreting them."""
+
 
 def interpret_mode() -> bool:
-    """Whether `pl.pallas_call` must run its kernel in interpret mode here: True on a CPU, where
-    compiled Pallas kernels do not exist (`ValueError: Only interpret mode is supported on CPU
-    backend.`), False on a GPU or TPU, where the kernel is compiled."""
-    return jax.default_backend() == "cpu"
+    """Whether `pl.pallas_call` runs its kernel in interpret mode here.
+
+    Always on a CPU, where compiled Pallas kernels do not exist (`ValueError: Only interpret mode
+    is supported on CPU backend.`). On a GPU or TPU too, unless the environment variable
+    `COMPILE_ENV` is "1": the course's kernels have only been run interpreted so far, and a
+    compiled kernel needs a backend that supports its blocks (Mosaic GPU targets Hopper and
+    newer; Colab's T4 is older), so a learner's notebook must not depend on it.
+    """
+    if jax.default_backend() == "cpu":
+        return True
+    return os.environ.get(COMPILE_ENV) != "1"
 
 
 def _check_matrix(name: str, x) -> None:

@@ -12,9 +12,9 @@ colours, boxes and arrows they share.
 from ._collectives import collective_moves as collective_moves
 from ._collectives import plot_collective as plot_collective
 from ._jit import jit_pipeline as jit_pipeline
+from ._jit import plot_jit_pipeline as plot_jit_pipeline
 from ._pallas import grid_blocks as grid_blocks
 from ._pallas import plot_grid_blocks as plot_grid_blocks
-from ._jit import plot_jit_pipeline as plot_jit_pipeline
 from ._pytrees import flatten_layout as flatten_layout
 from ._pytrees import plot_flatten as plot_flatten
 from ._sharding import plot_mesh as plot_mesh
