@@ -10,7 +10,15 @@ from itertools import product
 import jax
 import numpy as np
 
-from ...checks import CheckFailed, call_answer, close, require, require_accepts, require_array
+from ...checks import (
+    CheckFailed,
+    call_answer,
+    close,
+    require,
+    require_accepts,
+    require_array,
+    shorten,
+)
 from ...pallas_kernels import BlockMap, CallLayout, pallas_call_layouts
 
 INTERPRET_HINT = (
@@ -119,7 +127,7 @@ def require_index_map(
         except Exception as error:  # the learner's index map, evaluated
             raise CheckFailed(
                 f"the index map of {name} failed at program {program} ({type(error).__name__}: "
-                f"{str(error)[:120]}): it must return a tuple of integer block indices."
+                f"{shorten(error, 120)}): it must return a tuple of integer block indices."
             ) from None
         want = tuple(expected(*program))
         if got == want:
