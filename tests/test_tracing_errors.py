@@ -219,6 +219,22 @@ def test_retraces_for_new_static_value_shape_and_keyword_call():
     assert seen == expected
 
 
+def test_static_values_equal_but_of_another_type_are_new_cache_entries():
+    """The hashable section: the static key compares type as well as ==: 1, 1.0, True, np.int32(1)
+    and np.int64(1) are equal and hash alike (one dictionary entry) but trace five times; 1 again
+    is served from the cache."""
+    scale_by = count_traces(lambda x, factor: x * factor)
+    scale_by_static = jax.jit(scale_by, static_argnames="factor")
+    ones = [1, 1.0, True, np.int32(1), np.int64(1), 1]
+    new_trace = []
+    for factor in ones:
+        before = scale_by.traces
+        scale_by_static(jnp.ones(2), factor=factor)
+        new_trace.append(scale_by.traces > before)
+    assert new_trace == [True, True, True, True, True, False]
+    assert len(dict.fromkeys(ones)) == 1
+
+
 def test_static_self_stops_counting_and_goes_stale():
     """A static `self` runs its Python body once, recompiles per instance and keeps old constants."""
 
