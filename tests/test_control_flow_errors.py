@@ -129,14 +129,48 @@ def test_switch_clamps_an_out_of_range_index():
     assert lax.switch(7, branches, 0.5) == jnp.tanh(0.5)
 
 
-def test_batched_cond_keeps_the_unselected_gradient_clean():
-    """Not an error: under vmap a batched cond becomes a select, and its gradient has no NaN."""
+def _zero_unless_positive(fn, how):
+    if how == "cond":
+        return lambda x: lax.cond(x > 0, fn, jnp.zeros_like, x)
+    return lambda x: jnp.where(x > 0, fn(x), 0.0)
 
-    def sqrt_or_zero_cond(x):
-        return lax.cond(x > 0, jnp.sqrt, lambda x: jnp.zeros_like(x), x)
 
-    xs = jnp.array([-1.0, 4.0])
-    assert jnp.array_equal(jax.vmap(jax.grad(sqrt_or_zero_cond))(xs), jnp.array([0.0, 0.25]))
-    assert jnp.array_equal(
-        jax.grad(lambda xs: jax.vmap(sqrt_or_zero_cond)(xs).sum())(xs), jnp.array([0.0, 0.25])
-    )
+def _grad_of_vmap(f):
+    return jax.grad(lambda x: jnp.sum(jax.vmap(f)(x)))
+
+
+XS = jnp.array([-1.0, 0.0, 4.0])
+
+
+@pytest.mark.parametrize("fn", [jnp.sqrt, jnp.log], ids=["sqrt", "log"])
+def test_batched_cond_keeps_the_gradient_clean_in_both_orders_and_where_does_not(fn):
+    """The 'cond under vmap' box: vmap(grad(cond)) and grad(vmap(cond)) have no NaN at -1 and 0;
+    the same function written with where has a NaN in both orders."""
+    with_cond, with_where = _zero_unless_positive(fn, "cond"), _zero_unless_positive(fn, "where")
+    for order in (jax.vmap(jax.grad(with_cond)), _grad_of_vmap(with_cond)):
+        assert jnp.array_equal(order(XS), jnp.array([0.0, 0.0, 0.25]))
+    for order in (jax.vmap(jax.grad(with_where)), _grad_of_vmap(with_where)):
+        assert jnp.isnan(order(XS)[1])
+
+
+def test_vmap_of_grad_selects_derivatives_and_grad_of_vmap_needs_the_stop_gradient():
+    """The box's mechanism, by hand. vmap(grad): a select of the branches' derivatives drops the
+    NaN and inf of the unselected sqrt. grad(vmap): a where of both branches gives NaN unless the
+    unselected input is stop_gradient'ed, as the batched cond does (its jaxpr holds stop_gradient
+    lines in both orders)."""
+    sqrt_derivative = 0.5 / jnp.sqrt(XS)
+    assert jnp.isnan(sqrt_derivative[0]) and jnp.isinf(sqrt_derivative[1])
+    assert jnp.array_equal(jnp.where(XS > 0, sqrt_derivative, 0.0), jnp.array([0.0, 0.0, 0.25]))
+
+    def by_hand(x, protect):
+        selected = x > 0
+        sqrt_input = jnp.where(selected, x, lax.stop_gradient(x)) if protect else x
+        return jnp.where(selected, jnp.sqrt(sqrt_input), 0.0)
+
+    unprotected = jax.grad(lambda x: jnp.sum(by_hand(x, False)))(XS)
+    protected = jax.grad(lambda x: jnp.sum(by_hand(x, True)))(XS)
+    assert jnp.isnan(unprotected[0]) and jnp.isnan(unprotected[1])
+    assert jnp.array_equal(protected, jnp.array([0.0, 0.0, 0.25]))
+    with_cond = _zero_unless_positive(jnp.sqrt, "cond")
+    for order in (jax.vmap(jax.grad(with_cond)), _grad_of_vmap(with_cond)):
+        assert "stop_gradient" in str(jax.make_jaxpr(order)(XS))
