@@ -208,3 +208,30 @@ def test_a_fusion_calls_a_body_that_holds_the_original_operations():
         assert opcode in body
     entry = text[text.index("ENTRY") :]
     assert entry.count(" fusion(") == 1 and "kind=kLoop" in entry
+
+
+def test_a_closed_over_array_is_a_jaxpr_constant_written_whole_into_the_program():
+    """The closed-over-arrays section: the array is a constvar of the jaxpr and a
+    stablehlo.constant holding its values; the program text grows with the array (about 8 bytes
+    of text per float32) when closed over, and not when the array is an argument."""
+    small_table = jnp.arange(4.0)
+    closed_jaxpr = jax.make_jaxpr(lambda x: x * small_table)(1.0)
+    assert len(closed_jaxpr.consts) == 1 and closed_jaxpr.jaxpr.constvars
+    lowered_text = jax.jit(lambda x: x * small_table).lower(1.0).as_text()
+    assert (
+        "stablehlo.constant dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00]>"
+        in lowered_text
+    )
+
+    def text_sizes(n):
+        table = jnp.linspace(0.0, 1.0, n)
+        closed = len(jax.jit(lambda x: jnp.sum(x * table)).lower(1.0).as_text())
+        passed = len(jax.jit(lambda x, t: jnp.sum(x * t)).lower(1.0, table).as_text())
+        return closed, passed
+
+    (closed_small, passed_small), (closed_big, passed_big) = (
+        text_sizes(10_000),
+        text_sizes(1_000_000),
+    )
+    assert closed_big - closed_small > 7 * (1_000_000 - 10_000)
+    assert passed_big < 1_000 and passed_small < 1_000
