@@ -307,6 +307,73 @@ def test_only_some_computations_on_a_static_n_are_folded():
         assert "fusion" in entry_opcodes(partial(variant, 1_000))
 
 
+def test_int_of_a_computation_on_static_values_fails_without_compile_time_eval():
+    """The compile-time-eval section's first error cell: under jit even jnp.arange(static) is
+    staged, so int() of a result computed from it is a ConcretizationTypeError."""
+
+    @partial(jax.jit, static_argnames="degree")
+    def count_large_terms(x, degree):
+        weights = jnp.arange(1.0, degree + 1.0)
+        return x * int(jnp.sum(weights > 2.0))
+
+    with pytest.raises(
+        jax.errors.ConcretizationTypeError,
+        match="Abstract tracer value encountered where concrete value is expected",
+    ):
+        count_large_terms(1.0, degree=5)
+
+
+def test_compile_time_eval_makes_static_computations_concrete_and_constants():
+    """Inside ensure_compile_time_eval the result is a concrete Array, int() works, and the jaxpr
+    multiplies by the constant 3.0; a table made there is a 1000-entry jaxpr constant, made
+    outside it is computed by the program (no constant)."""
+
+    @partial(jax.jit, static_argnames="degree")
+    def count_large_terms_now(x, degree):
+        with jax.ensure_compile_time_eval():
+            weights = jnp.arange(1.0, degree + 1.0)
+            assert isinstance(weights, jax.Array) and not isinstance(weights, jax.core.Tracer)
+            n_large = int(jnp.sum(weights > 2.0))
+        return x * n_large
+
+    assert count_large_terms_now(1.0, degree=5) == 3.0
+    assert "mul a 3.0" in str(jax.make_jaxpr(count_large_terms_now, static_argnums=1)(1.0, 5))
+
+    def weighted_sum(x, precompute):
+        if precompute:
+            with jax.ensure_compile_time_eval():
+                table = jnp.linspace(0.0, 1.0, 1000)
+        else:
+            table = jnp.linspace(0.0, 1.0, 1000)
+        return jnp.sum(x * table)
+
+    consts = {
+        p: jax.make_jaxpr(partial(weighted_sum, precompute=p))(1.0).consts for p in (False, True)
+    }
+    assert consts[False] == [] and [c.shape for c in consts[True]] == [(1000,)]
+    sizes = {
+        p: len(jax.jit(partial(weighted_sum, precompute=p)).lower(1.0).as_text())
+        for p in (False, True)
+    }
+    assert sizes[True] > sizes[False] + 5_000
+
+
+def test_compile_time_eval_does_not_make_a_traced_argument_concrete():
+    """The section's second error cell: an if on an argument inside the block still fails."""
+
+    @jax.jit
+    def sign_flip(x):
+        with jax.ensure_compile_time_eval():
+            if 2 * x > 0:
+                return x
+        return -x
+
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array"
+    ):
+        sign_flip(1.0)
+
+
 def test_a_pytree_model_whose_step_returns_a_new_model_traces_once():
     """The section's line fit: weights as a leaf, step returns a new instance, one trace."""
     import dataclasses
