@@ -267,3 +267,17 @@ def test_lax_map_batch_size_is_a_scan_over_vmapped_batches_with_the_remainder_af
         e.primitive.name == "dot_general" and str(e.outvars[0].aval) == "float32[2,32,32]"
         for e in jaxpr.jaxpr.eqns
     )
+
+
+def test_reverse_mode_goes_through_associative_scan_and_a_batched_map():
+    """The summary table: grad of a cumulative product by associative_scan is the sum of the
+    products each entry takes part in; grad through lax.map with batch_size is cos."""
+    x = jnp.arange(1.0, 5.0)
+    assert jnp.array_equal(
+        jax.grad(lambda x: lax.associative_scan(jnp.multiply, x).sum())(x),
+        jnp.array([33.0, 16.0, 10.0, 6.0]),
+    )
+    xs = jnp.arange(1.0, 6.0)
+    assert jnp.allclose(
+        jax.grad(lambda x: lax.map(jnp.sin, x, batch_size=2).sum())(xs), jnp.cos(xs)
+    )
