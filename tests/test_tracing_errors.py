@@ -199,6 +199,21 @@ def test_grad_without_jit_keeps_values_concrete():
     assert jax.grad(piecewise)(-3.0) == -1.0
 
 
+def test_vmap_alone_abstracts_values_so_a_python_if_fails():
+    """The concrete-versus-traced section: unlike grad, vmap without jit gives a tracer, and a
+    Python if on it raises TracerBoolConversionError."""
+
+    def piecewise(x):
+        if x > 0:
+            return x**2
+        return -x
+
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array"
+    ):
+        jax.vmap(piecewise)(jnp.array([3.0, -3.0]))
+
+
 def test_retraces_for_new_static_value_shape_and_keyword_call():
     """The cache key holds static values, shapes, and whether an argument came by keyword."""
     counted = count_traces(repeat_sin)
