@@ -208,6 +208,33 @@ def test_the_custom_vjp_agrees_with_autodiff_in_w_and_gives_the_data_silent_zero
     assert float(jnp.max(jnp.abs(theirs[0]))) > 0.0
 
 
+def _softplus_slightly_off():
+    @jax.custom_vjp
+    def softplus_slightly_off(x):
+        return jnp.logaddexp(x, 0.0)
+
+    softplus_slightly_off.defvjp(
+        lambda x: (softplus_slightly_off(x), x), lambda x, ct: (ct * jax.nn.sigmoid(x) * 1.001,)
+    )
+    return softplus_slightly_off
+
+
+def test_check_grads_float32_tolerance_is_named_and_passes_a_rule_a_tenth_of_a_percent_off():
+    """The checking-gradients section: float32's default tolerances are rtol = atol = 0.002 (the
+    wrong rule's message names them), loose enough for a derivative 0.1% off."""
+    with pytest.raises(AssertionError, match=r"rtol=0.002, atol=0.002"):
+        wrong = jax.custom_vjp(lambda x: jnp.logaddexp(x, 0.0))
+        wrong.defvjp(lambda x: (jnp.logaddexp(x, 0.0), x), lambda x, ct: (ct * jax.nn.sigmoid(-x),))
+        check_grads(wrong, (1.5,), order=1, modes=("rev",))
+    check_grads(_softplus_slightly_off(), (1.5,), order=1, modes=("rev",))
+
+
+def test_check_grads_in_float64_catches_the_rule_a_tenth_of_a_percent_off():
+    """The section's error cell: in float64 the tolerances are 1e-05 and the 0.1% error fails."""
+    with jax.enable_x64(True), pytest.raises(AssertionError, match=r"rtol=1e-05, atol=1e-05"):
+        check_grads(_softplus_slightly_off(), (jnp.float64(1.5),), order=1, modes=("rev",))
+
+
 def test_the_toy_rule_passes_check_grads_in_float64():
     """Section sec-autodiff-check-grads: the log_partition rule agrees with finite differences."""
     with jax.enable_x64(True):

@@ -265,6 +265,41 @@ class RemembersLast:
         return 2.0 * x
 
 
+def test_environment_variables_disable_jit_and_log_compiles_for_a_whole_run():
+    """Section sec-debugging-disable-jit: JAX_DISABLE_JIT=1 runs the jitted body at every call on
+    arrays and compiles nothing; JAX_LOG_COMPILES=1 traces once and logs jit(double)."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import jax, jax.numpy as jnp\n"
+        "@jax.jit\n"
+        "def double(x):\n"
+        "    print('body sees', type(x).__name__)\n"
+        "    return 2 * x\n"
+        "double(jnp.ones(2)); double(jnp.ones(2))\n"
+    )
+
+    def run(variable):
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, variable: "1"},
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        )
+        compiled = [line for line in done.stderr.splitlines() if "Finished XLA compilation" in line]
+        return done.stdout.splitlines(), compiled
+
+    lines, compiled = run("JAX_DISABLE_JIT")
+    assert lines == ["body sees ArrayImpl", "body sees ArrayImpl"] and compiled == []
+    lines, compiled = run("JAX_LOG_COMPILES")
+    assert lines == ["body sees DynamicJaxprTracer"]
+    assert any("jit(double)" in line for line in compiled)
+
+
 def test_a_leaked_tracer_fails_where_it_is_used_and_checking_leaks_names_the_holder():
     """Section sec-debugging-leaks: both error cells."""
     remembers = RemembersLast()

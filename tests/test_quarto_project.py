@@ -55,6 +55,14 @@ def test_the_good_fixture_passes_every_check():
             qc.check_citations,
             ["index.qmd:5: citation @knuth1985 is not in the bibliography"],
         ),
+        (
+            "bad-table",
+            qc.check_tables,
+            [
+                "chapters/a.qmd:34: table rows without a header and separator row "
+                "(a blank line inside a table?)"
+            ],
+        ),
     ],
 )
 def test_each_check_catches_its_broken_fixture(fixture, check, expected):

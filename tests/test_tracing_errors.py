@@ -199,6 +199,21 @@ def test_grad_without_jit_keeps_values_concrete():
     assert jax.grad(piecewise)(-3.0) == -1.0
 
 
+def test_vmap_alone_abstracts_values_so_a_python_if_fails():
+    """The concrete-versus-traced section: unlike grad, vmap without jit gives a tracer, and a
+    Python if on it raises TracerBoolConversionError."""
+
+    def piecewise(x):
+        if x > 0:
+            return x**2
+        return -x
+
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array"
+    ):
+        jax.vmap(piecewise)(jnp.array([3.0, -3.0]))
+
+
 def test_retraces_for_new_static_value_shape_and_keyword_call():
     """The cache key holds static values, shapes, and whether an argument came by keyword."""
     counted = count_traces(repeat_sin)
@@ -217,6 +232,22 @@ def test_retraces_for_new_static_value_shape_and_keyword_call():
         call()
         seen.append(counted.traces)
     assert seen == expected
+
+
+def test_static_values_equal_but_of_another_type_are_new_cache_entries():
+    """The hashable section: the static key compares type as well as ==: 1, 1.0, True, np.int32(1)
+    and np.int64(1) are equal and hash alike (one dictionary entry) but trace five times; 1 again
+    is served from the cache."""
+    scale_by = count_traces(lambda x, factor: x * factor)
+    scale_by_static = jax.jit(scale_by, static_argnames="factor")
+    ones = [1, 1.0, True, np.int32(1), np.int64(1), 1]
+    new_trace = []
+    for factor in ones:
+        before = scale_by.traces
+        scale_by_static(jnp.ones(2), factor=factor)
+        new_trace.append(scale_by.traces > before)
+    assert new_trace == [True, True, True, True, True, False]
+    assert len(dict.fromkeys(ones)) == 1
 
 
 def test_static_self_stops_counting_and_goes_stale():
@@ -289,6 +320,73 @@ def test_only_some_computations_on_a_static_n_are_folded():
         lambda n: jnp.arange(n, dtype=jnp.float32) * 2.0,
     ):
         assert "fusion" in entry_opcodes(partial(variant, 1_000))
+
+
+def test_int_of_a_computation_on_static_values_fails_without_compile_time_eval():
+    """The compile-time-eval section's first error cell: under jit even jnp.arange(static) is
+    staged, so int() of a result computed from it is a ConcretizationTypeError."""
+
+    @partial(jax.jit, static_argnames="degree")
+    def count_large_terms(x, degree):
+        weights = jnp.arange(1.0, degree + 1.0)
+        return x * int(jnp.sum(weights > 2.0))
+
+    with pytest.raises(
+        jax.errors.ConcretizationTypeError,
+        match="Abstract tracer value encountered where concrete value is expected",
+    ):
+        count_large_terms(1.0, degree=5)
+
+
+def test_compile_time_eval_makes_static_computations_concrete_and_constants():
+    """Inside ensure_compile_time_eval the result is a concrete Array, int() works, and the jaxpr
+    multiplies by the constant 3.0; a table made there is a 1000-entry jaxpr constant, made
+    outside it is computed by the program (no constant)."""
+
+    @partial(jax.jit, static_argnames="degree")
+    def count_large_terms_now(x, degree):
+        with jax.ensure_compile_time_eval():
+            weights = jnp.arange(1.0, degree + 1.0)
+            assert isinstance(weights, jax.Array) and not isinstance(weights, jax.core.Tracer)
+            n_large = int(jnp.sum(weights > 2.0))
+        return x * n_large
+
+    assert count_large_terms_now(1.0, degree=5) == 3.0
+    assert "mul a 3.0" in str(jax.make_jaxpr(count_large_terms_now, static_argnums=1)(1.0, 5))
+
+    def weighted_sum(x, precompute):
+        if precompute:
+            with jax.ensure_compile_time_eval():
+                table = jnp.linspace(0.0, 1.0, 1000)
+        else:
+            table = jnp.linspace(0.0, 1.0, 1000)
+        return jnp.sum(x * table)
+
+    consts = {
+        p: jax.make_jaxpr(partial(weighted_sum, precompute=p))(1.0).consts for p in (False, True)
+    }
+    assert consts[False] == [] and [c.shape for c in consts[True]] == [(1000,)]
+    sizes = {
+        p: len(jax.jit(partial(weighted_sum, precompute=p)).lower(1.0).as_text())
+        for p in (False, True)
+    }
+    assert sizes[True] > sizes[False] + 5_000
+
+
+def test_compile_time_eval_does_not_make_a_traced_argument_concrete():
+    """The section's second error cell: an if on an argument inside the block still fails."""
+
+    @jax.jit
+    def sign_flip(x):
+        with jax.ensure_compile_time_eval():
+            if 2 * x > 0:
+                return x
+        return -x
+
+    with pytest.raises(
+        jax.errors.TracerBoolConversionError, match="Attempted boolean conversion of traced array"
+    ):
+        sign_flip(1.0)
 
 
 def test_a_pytree_model_whose_step_returns_a_new_model_traces_once():

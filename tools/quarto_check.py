@@ -260,6 +260,32 @@ def check_citations(root: Path) -> list[str]:
     return problems
 
 
+TABLE_ROW = re.compile(r"^\s*\|")
+TABLE_SEPARATOR = re.compile(r"^\s*\|(\s*:?-+:?\s*\|)+\s*$")
+
+
+def check_tables(root: Path) -> list[str]:
+    """Every pipe table starts with a header row and a separator row (`|---|`). Rows that follow
+    a blank line without them are not a table: a blank line inside a table renders the rest of it
+    as a paragraph of literal pipes."""
+    problems = []
+    for path in qmd_files(root):
+        prose, _ = split_blocks(path.read_text())  # front matter kept: line numbers stay right
+        lines = prose.split("\n")
+        for index, line in enumerate(lines):
+            starts_a_table = TABLE_ROW.match(line) and (
+                index == 0 or not TABLE_ROW.match(lines[index - 1])
+            )
+            if starts_a_table and not (
+                index + 1 < len(lines) and TABLE_SEPARATOR.match(lines[index + 1])
+            ):
+                problems.append(
+                    f"{_relative(root, path)}:{index + 1}: table rows without a header and "
+                    "separator row (a blank line inside a table?)"
+                )
+    return problems
+
+
 CHECKS = (
     check_config,
     check_chapter_list,
@@ -269,6 +295,7 @@ CHECKS = (
     check_links,
     check_titles,
     check_citations,
+    check_tables,
 )
 
 
