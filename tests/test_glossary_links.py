@@ -36,7 +36,7 @@ LINK_TARGET = re.compile(r"\]\([^)]*\)|\]\{[^}]*\}|\{[#.][^}]*\}|(?<![\w])@[\w:.
 
 FORMS: dict[str, list[str]] = {
     # Terms whose name is also an everyday word: the forms that mean the glossary's sense.
-    "gloss-key": [r"\b(?:PRNG|random)\s+keys?\b"],
+    "gloss-key": [r"\b(?:PRNG|random)\s+keys?\b", r"code:(?<![\w])jax\.random\.key(?![\w])"],
     "gloss-carry": [r"\b(?:loop|the|a|its|scan's|loop's)\s+carry\b"],
     "gloss-leaf": [r"\bleaf\b", r"\b(?:its|the|tree's|pytree's|a pytree's|array)\s+leaves\b"],
     "gloss-lowered-compiled": [r"code:\b(?:Lowered|Compiled)\b"],
@@ -49,6 +49,12 @@ FORMS: dict[str, list[str]] = {
     "gloss-tangent": [r"\btangents?\b"],
     "gloss-sharding": [r"\bshardings?\b", r"\bsharded\b"],
     "gloss-mesh": [r"\bmesh(?:es)?\b"],
+    "gloss-partitionspec": [r"\bPartitionSpecs?\b", r"code:(?<![\w])PartitionSpec(?![\w])"],
+    "gloss-functools-partial": [r"code:(?<![\w])partial(?![\w])"],
+    "gloss-jax-make-mesh": [r"code:(?<![\w])make_mesh(?![\w])"],
+    "gloss-jax-enable-x64": [r"code:(?<![\w])(?:jax_)?enable_x64(?![\w])", r"\bx64\b"],
+    # 'asynchronous dispatch' is a use of its own entry, whose link covers it.
+    "gloss-dispatch": [r"(?i)(?<!asynchronous )(?<!asynchronous\n)\bdispatch(?:es)?\b"],
 }
 """Overrides of the default forms (the term and its plural, each name of 'A, B' or 'A (B)').
 A form that starts with 'code:' is looked for in inline code, the others in the words."""
@@ -236,6 +242,50 @@ def test_the_checker_finds_an_unlinked_early_use_and_accepts_a_linked_one(tmp_pa
         "chapters/a.qmd:9: '`psum`'",
         "chapters/a.qmd:9: 'Tracer'",
     ]
+
+
+ISSUE_42_USES = [
+    # (glossary slug, a use as the jit chapter writes it, True when the use is inline code)
+    ("gloss-namedsharding", "NamedSharding(mesh, PartitionSpec('batch'))", True),
+    ("gloss-partitionspec", "PartitionSpec('batch')", True),
+    ("gloss-partitionspec", "a PartitionSpec", False),
+    ("gloss-jax-make-mesh", "jax.make_mesh((1,), ('batch',))", True),
+    ("gloss-jax-tree-map", "jax.tree.map(lambda leaf: 2 * leaf, tree)", True),
+    ("gloss-key", "jax.random.key(0)", True),
+    ("gloss-functools-partial", "@partial(jax.jit, static_argnames='k')", True),
+    ("gloss-functools-partial", "functools.partial", True),
+    ("gloss-dispatch", "a single dispatch", False),
+    ("gloss-buffer", "writes the next update into the same buffer", False),
+    ("gloss-jax-enable-x64", "jax_enable_x64", True),
+    ("gloss-jax-enable-x64", "jax.enable_x64(True)", True),
+]
+"""The terms the newcomer met in the jit chapter before any explanation (issue 42)."""
+
+
+@pytest.mark.parametrize("slug, use, in_code", ISSUE_42_USES)
+def test_the_terms_of_issue_42_have_entries_that_recognise_their_uses(slug, use, in_code):
+    terms = {term.slug: term for term in glossary_terms()}
+    assert slug in terms, f"no glossary entry {slug}"
+    assert any(pattern.search(use) for pattern, code in terms[slug].patterns if code == in_code), (
+        f"{slug} does not recognise {use!r}"
+    )
+
+
+def test_terms_the_tour_teaches_count_as_taught_for_every_later_chapter():
+    """The tour comes first, so a term whose first section is the tour's needs no link after it;
+    and the tour itself is checked, for the terms later chapters teach."""
+    order = qmd.listed_pages(ROOT)
+    assert order.index("chapters/tour.qmd") < order.index("chapters/jit.qmd")
+    taught_by_tour = {term.slug for term in glossary_terms() if term.page == "chapters/tour.qmd"}
+    assert {
+        "gloss-buffer",
+        "gloss-dispatch",
+        "gloss-functools-partial",
+        "gloss-jax-enable-x64",
+        "gloss-jax-tree-map",
+        "gloss-key",
+        "gloss-pytree",
+    } <= taught_by_tour
 
 
 @pytest.mark.parametrize("page", [p for p in qmd.listed_pages(ROOT) if p != GLOSSARY])
