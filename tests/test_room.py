@@ -3,12 +3,15 @@ waits, and the instructor's page in headless Chromium."""
 
 import http.client
 import json
+import re
+import shlex
 import socket
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
@@ -16,6 +19,9 @@ from test_site import find_browser
 
 from jaxcourse import checks, ladder, room
 from jaxcourse.exercises import jit as jit_exercises
+from tools import room as room_tool
+
+ROOT = Path(__file__).resolve().parents[1]
 
 AT = jit_exercises.check_apply_boundary.__exercise__
 SHRINK = jit_exercises.check_shrink_path.__exercise__
@@ -336,3 +342,18 @@ def test_the_instructor_page_shows_each_participant_and_state(running, tmp_path)
         "0 passed, 1 not yet, 2 not tried",
     ]
     assert page.find("title").get_text() == "Room: jit"
+
+
+def test_the_instructor_kit_documents_the_commands_as_they_are():
+    """The server command on instructors.qmd parses, its block's exercises are found, and the
+    participants' two calls are the module's."""
+    text = (ROOT / "instructors.qmd").read_text()
+    commands = re.findall(r"^python -m tools\.room .*$", text, re.MULTILINE)
+    assert commands
+    for command in commands:
+        args, rest = room_tool.build_parser().parse_known_args(shlex.split(command)[3:])
+        assert room_tool.exercise_names(args.block)
+        options = room.build_parser().parse_args(["serve", *rest])
+        assert options.codes and options.data
+    for call in re.findall(r"room\.(\w+)\(", text):
+        assert callable(getattr(room, call)), call

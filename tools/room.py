@@ -37,10 +37,14 @@ def exercise_names(block_id: str, root: Path = ROOT) -> list[str]:
     return names
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--block", required=True, help="a block id of workshop/plan.yml")
-    args, rest = parser.parse_known_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, rest = build_parser().parse_known_args(argv)
     columns = [f"--exercise={name}" for name in exercise_names(args.block)]
     return room.main(["serve", f"--title=Room: the {args.block} block", *columns, *rest])
 

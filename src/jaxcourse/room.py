@@ -533,7 +533,8 @@ def _address() -> str:
         return socket.gethostname()
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line: `serve` and its options."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the room server")
@@ -547,12 +548,22 @@ def main(argv: list[str] | None = None) -> int:
         "--exercise", action="append", default=[], help="an exercise's name, as a column (repeat)"
     )
     serve.add_argument("--title", default="Room", help="the page's title")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     room = Room(args.data, args.exercise, args.codes, args.title)
     server = make_server(room, args.host, args.port)
     url = f"http://{_address()}:{server.server_address[1]}"
-    print(f"Room page: http://localhost:{server.server_address[1]}/ (verdicts kept in {args.data})")
-    print(f'Participants run: from jaxcourse import room; room.join("{url}", "Their name")')
+    print(
+        f"Room page: http://localhost:{server.server_address[1]}/ (verdicts kept in {args.data})",
+        flush=True,
+    )
+    print(
+        f'Participants run: from jaxcourse import room; room.join("{url}", "Their name")',
+        flush=True,
+    )
     try:
         server.serve_forever()
     except KeyboardInterrupt:
