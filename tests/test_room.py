@@ -1,6 +1,7 @@
 """The room server (`jaxcourse.room`): real HTTP clients on loopback, an ephemeral port, bounded
 waits, and the instructor's page in headless Chromium."""
 
+import base64
 import http.client
 import json
 import re
@@ -11,6 +12,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zlib
 from pathlib import Path
 
 import pytest
@@ -185,6 +187,14 @@ def test_a_participant_who_reconnects_keeps_one_row(running):
     assert rows["Ada Lovelace"][SHRINK]["state"] == room.TRIED
 
 
+def test_a_data_file_that_is_not_a_rooms_is_never_written_over(tmp_path):
+    data = tmp_path / "room.json"
+    data.write_text("my notes")
+    with pytest.raises(SystemExit, match="not a room's data file"):
+        room.Room(data)
+    assert data.read_text() == "my notes"
+
+
 def test_a_restart_loses_no_verdict(tmp_path):
     first = Running(tmp_path / "room.json")
     try:
@@ -213,6 +223,11 @@ def test_a_progress_code_round_trips_and_the_server_reads_pasted_codes(tmp_path)
     assert {r["exercise"]: r["state"] for r in decoded["reports"]} == states
     with pytest.raises(ValueError):
         room.decode(room.CODE_PREFIX + "bm90IHpsaWI")  # base64, but not a code
+    for time_field in ("NaN", "1e999", '"soon"'):  # not a time: would break the page's JSON
+        payload = f'{{"n": "Grace", "t": {time_field}, "v": {{}}}}'.encode()
+        forged = base64.urlsafe_b64encode(zlib.compress(payload)).decode()
+        with pytest.raises(ValueError):
+            room.decode(room.CODE_PREFIX + forged)
 
     codes = tmp_path / "codes.txt"
     codes.write_text(f"Shared notes\nGrace {code}\nLin jaxroom1:garbage!!\n")
@@ -233,6 +248,11 @@ def test_a_progress_code_round_trips_and_the_server_reads_pasted_codes(tmp_path)
         server.raw("POST", "/codes", code.encode())
         assert server.rows()["Grace"][SHRINK]["state"] == room.PASSED
         assert sorted(server.rows()) == ["Grace", "Lin", "Mo"]
+        # a code from a clock far ahead does not lock the row against later live reports
+        ahead = room.encode("Mo", {AT: room.TRIED}, now=time.time() + 86400)
+        server.raw("POST", "/codes", ahead.encode())
+        room.post(server.url + "/report", verdict("Mo", AT, room.PASSED))
+        assert server.rows()["Mo"][AT]["state"] == room.PASSED
     finally:
         server.stop()
 

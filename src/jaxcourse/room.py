@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import math
 import os
 import queue
 import re
@@ -104,6 +105,8 @@ def decode(code: str) -> dict:
             raise ValueError("too long")
         payload = json.loads(packed)
         name, at, entries = payload["n"], float(payload["t"]), payload["v"]
+        if not math.isfinite(at):
+            raise ValueError("no time")
         reports = [
             {
                 "name": name,
@@ -268,6 +271,7 @@ class Room:
 
     def __init__(self, data: Path, exercises=(), codes: Path | None = None, title: str = "Room"):
         self.data, self.codes, self.title = Path(data), codes and Path(codes), title
+        self.data.parent.mkdir(parents=True, exist_ok=True)
         self.exercises = list(exercises)
         self.lock = threading.Lock()
         self.codes_seen: tuple[float, int] | None = None
@@ -275,10 +279,14 @@ class Room:
 
     def _load(self) -> dict:
         try:
-            stored = json.loads(self.data.read_text())
+            return json.loads(self.data.read_text())["participants"]
         except FileNotFoundError:
             return {}
-        return stored.get("participants", {})
+        except (ValueError, KeyError, TypeError) as error:  # never written over: say so
+            raise SystemExit(
+                f"{self.data} is not a room's data file ({type(error).__name__}): move it away or "
+                "give another --data."
+            ) from None
 
     def _save(self) -> None:
         """Writes the whole state to a temporary file beside the data file, then renames it over
@@ -343,9 +351,10 @@ class Room:
                 validate({"name": found["name"]})
             except ValueError:  # a mangled paste: skip that line, read the others
                 continue
+            at = min(found["at"], time.time())  # a code from a clock ahead locks nothing
             with self.lock:
                 for report in reports or [{"name": found["name"]}]:
-                    self._apply(report, found["at"])
+                    self._apply(report, at)
                 self._save()
             names.append(" ".join(found["name"].split()))
         return names
@@ -478,7 +487,11 @@ class Handler(BaseHTTPRequestHandler):
             self._discard(length)
             self._json(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {"error": f"at most {MAX_BODY} bytes"})
             return None
-        return self.rfile.read(length)
+        try:
+            return self.rfile.read(length)
+        except OSError:  # the socket's timeout passed before the body came
+            self.close_connection = True
+            return None
 
     def _discard(self, length: int, limit: int = 1 << 20) -> None:
         """Reads and drops up to `limit` bytes of a body too large to keep, so that the client,
@@ -509,6 +522,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._json(HTTPStatus.OK, self.room.receive(json.loads(body)))
         except (ValueError, RecursionError) as error:  # bad JSON (ValueError) or Rejected
             self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)[:200]})
+        except OSError as error:  # the data file could not be written: the client may retry
+            self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": f"not saved: {error}"[:200]})
 
 
 class _Server(ThreadingHTTPServer):
