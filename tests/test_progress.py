@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from jaxcourse import progress
+from jaxcourse import checks, progress
 from jaxcourse.exercises import jit as jit_exercises
 from jaxcourse.exercises import vmap as vmap_exercises
 
@@ -68,7 +68,7 @@ def test_the_last_verdict_run_wins_and_unrun_exercises_are_listed(tmp_path):
     rows = progress.progress(tmp_path)
     assert [(r.exercise, r.verdict) for r in rows] == [
         (AT, progress.PASSED),
-        (SHRINK, progress.NOT_RUN),
+        (SHRINK, progress.NOT_TRIED),
     ]
 
 
@@ -112,7 +112,29 @@ def test_copies_are_skipped_and_the_command_prints_one_table(tmp_path):
     lines = out.strip().split("\n")
     assert lines[0].split() == ["notebook", "exercise", "verdict"]
     assert any(line.startswith("jit.ipynb") and line.endswith("PASSED") for line in lines)
-    assert lines[-1] == "1 of 3 exercises passed, 0 not yet, 2 not run."
+    assert lines[-1] == "1 of 3 exercises passed, 0 tried and not yet passed, 2 not tried."
+
+
+def test_a_verdict_on_the_untouched_stub_is_not_tried_and_a_wrong_answer_is_not_yet(tmp_path):
+    """Running a student notebook top to bottom checks every stub: that is not an attempt. The
+    verdict texts are the checkers' own, so the reading follows any change to them."""
+    stub = jit_exercises.check_apply_boundary(None)
+    assert not stub.tried and stub.message.startswith(progress.NO_ANSWER)
+    assert progress.NO_ANSWER == checks.NO_ANSWER
+    wrong = jit_exercises.check_shrink_path(lambda *args: 0.0)
+    assert wrong.tried and not wrong.passed
+    save(
+        tmp_path / "jit.ipynb",
+        [
+            code("from jaxcourse.exercises.jit import check_apply_boundary, check_shrink_path", 1),
+            code("check_apply_boundary(apply_boundary)", 2, [result(str(stub))]),
+            code("check_shrink_path(shrink_path)", 3, [result(str(wrong))]),
+        ],
+    )
+    assert [(r.exercise, r.verdict) for r in progress.progress(tmp_path)] == [
+        (AT, progress.NOT_TRIED),
+        (SHRINK, progress.NOT_YET),
+    ]
 
 
 def test_a_missing_folder_says_so(tmp_path, capsys):

@@ -9,6 +9,7 @@ Subpackages and modules, one idea each:
     checks     exercise verdicts; `exercises` holds each chapter's checkers
     ladder     hint ladders: checker.hint(1), .hint(2), .solution()
     progress   a participant's exercises in one table, from their saved notebooks' verdicts
+    room       the view of the room, opt in: a small server of participants' live verdicts
     display    show package source in a chapter
     page       the first cell of every chapter: short tracebacks, plot style, banner
     plotting   figures shared by chapters

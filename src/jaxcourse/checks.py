@@ -25,6 +25,8 @@ class Verdict:
     message: str
     warned: tuple[str, ...] = ()
     """The warnings raised while the answer was checked ("UserWarning: ..."), shown as well."""
+    tried: bool = True
+    """False when there was no answer to check yet (the stub, or None): "not tried", not wrong."""
 
     def __bool__(self) -> bool:
         return self.passed
@@ -38,6 +40,29 @@ class Verdict:
 
 _VERDICTS: list[Verdict] = []
 """Every verdict given in this Python session, in order (read by `exercise_summary`)."""
+
+NO_ANSWER = "no answer yet"
+"""How a verdict on an untouched stub begins; `jaxcourse.progress` reads it as "not tried"."""
+
+_LISTENERS: list[Callable[[Verdict], None]] = []
+"""Called with each verdict as it is given (`jaxcourse.room` reports them when a learner opts
+in); a listener that raises is ignored: a verdict is never lost to one."""
+
+
+def _record(verdict: Verdict) -> None:
+    """Keeps `verdict` for `exercise_summary` and tells the listeners: the one place every
+    checker's verdict passes through."""
+    _VERDICTS.append(verdict)
+    for listener in list(_LISTENERS):
+        try:
+            listener(verdict)
+        except Exception:  # reporting is optional; the learner's notebook goes on
+            pass
+
+
+def session_verdicts() -> tuple[Verdict, ...]:
+    """Every verdict given in this Python session, in order."""
+    return tuple(_VERDICTS)
 
 
 class ExerciseSummary(str):
@@ -326,13 +351,16 @@ def exercise_checker(exercise: str) -> Callable:
                 )
             if caught:
                 verdict = _with_warnings(verdict, caught)
-            _VERDICTS.append(verdict)
+            _record(verdict)
             return verdict
 
         def _verdict(*args, **kwargs) -> Verdict:
             if any(arg is None for arg in args):
                 return Verdict(
-                    exercise, False, "no answer yet: fill in the stub, then run this cell again."
+                    exercise,
+                    False,
+                    f"{NO_ANSWER}: fill in the stub, then run this cell again.",
+                    tried=False,
                 )
             try:
                 note = check(*args, **kwargs)
@@ -340,7 +368,10 @@ def exercise_checker(exercise: str) -> Callable:
                 return Verdict(exercise, False, f"Hint: {failure}")
             except NotImplementedError:
                 return Verdict(
-                    exercise, False, "no answer yet: the stub still raises NotImplementedError."
+                    exercise,
+                    False,
+                    f"{NO_ANSWER}: the stub still raises NotImplementedError.",
+                    tried=False,
                 )
             except AnswerRaised as error:
                 return Verdict(exercise, False, f"your code raised {error}")

@@ -22,6 +22,39 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 
+class HelpUsed(NamedTuple):
+    """The help a learner asked for on one exercise in this session."""
+
+    hints: int = 0
+    """The highest hint number shown."""
+    solution: bool = False
+    """Whether the reference solution was shown."""
+
+
+_USED: dict[str, HelpUsed] = {}
+"""{exercise: the help shown for it in this session} (read by `jaxcourse.room`)."""
+
+_LISTENERS: list[Callable[[str], None]] = []
+"""Called with the exercise's name each time a hint or the solution is shown; one that raises is
+ignored."""
+
+
+def help_used(exercise: str) -> HelpUsed:
+    """The help shown in this session for `exercise` (as its verdicts name it)."""
+    return _USED.get(exercise, HelpUsed())
+
+
+def _note(checker: Callable, hints: int = 0, solution: bool = False) -> None:
+    exercise = getattr(checker, "__exercise__", getattr(checker, "__name__", "?"))
+    before = help_used(exercise)
+    _USED[exercise] = HelpUsed(max(before.hints, hints), before.solution or solution)
+    for listener in list(_LISTENERS):
+        try:
+            listener(exercise)
+        except Exception:  # reporting is optional; the hint is shown all the same
+            pass
+
+
 class Help(NamedTuple):
     """One rung of a ladder: shown as Markdown in a notebook and as plain text elsewhere."""
 
@@ -68,6 +101,7 @@ def hint(checker: Callable, n: int = 1) -> Help:
             f"{name} has hints 1 to {len(hints)}.",
             f"Ask for one of them, e.g. {name}.hint(1); you asked for hint {n!r}.",
         )
+    _note(checker, hints=n)
     following = (
         f"Still stuck? {name}.hint({n + 1})."
         if n < len(hints)
@@ -80,6 +114,7 @@ def solution(checker: Callable) -> Help:
     """The reference solution of the exercise that `checker` checks, as its chapter shows it."""
     name = getattr(checker, "__name__", "this checker")
     found = all_solutions().get(name)
+    _note(checker, solution=True)
     if found is None:
         return Help(f"No stored solution for {name}.", "See the exercise's chapter on the website.")
     return Help(

@@ -1,5 +1,8 @@
 """A participant's progress in one table: each exercise of their saved notebooks, PASSED, NOT YET
-or not run, read from the checkers' verdicts in the notebooks' outputs.
+(tried, not passed yet) or not tried, read from the checkers' verdicts in the notebooks' outputs.
+
+"Not tried" is an exercise whose checker never ran, or ran only on the untouched stub (its
+verdict says "no answer yet"): running a notebook top to bottom is not an attempt.
 
 Usage: `python -m jaxcourse.progress [folder]` (`my-work/` by default; every `.ipynb` below it).
 An instructor walking the room asks for it; it reads the saved files only (save the notebook
@@ -21,7 +24,10 @@ DEFAULT_FOLDER = "my-work"
 SKIPPED = {".ipynb_checkpoints", "saved-before-regeneration"}
 """Folders of copies, not of the participant's current work."""
 VERDICT = re.compile(r"^\[(PASSED|NOT YET)\] (.*)$", re.MULTILINE)
-PASSED, NOT_YET, NOT_RUN = "PASSED", "NOT YET", "not run"
+PASSED, NOT_YET, NOT_TRIED = "PASSED", "NOT YET", "not tried"
+NO_ANSWER = "no answer yet"
+"""How a verdict on an untouched stub begins (`checks.NO_ANSWER`, not imported: this module
+reads files with the standard library only)."""
 
 
 @dataclass(frozen=True)
@@ -107,10 +113,16 @@ def _verdicts(cells: list[dict], known: list[str]) -> dict[str, str]:
             for match in VERDICT.finditer(_output_text(output)):
                 rest = match.group(2)
                 name = next((k for k in known if rest.startswith(f"{k}: ")), None)
-                last[name or _name_before_colon(rest)] = (
-                    PASSED if match.group(1) == "PASSED" else NOT_YET
-                )
+                name = name or _name_before_colon(rest)
+                last[name] = _state(match.group(1), rest[len(name) + 2 :])
     return last
+
+
+def _state(mark: str, message: str) -> str:
+    """PASSED, NOT YET, or not tried for a NOT YET on the untouched stub."""
+    if mark == "PASSED":
+        return PASSED
+    return NOT_TRIED if message.startswith(NO_ANSWER) else NOT_YET
 
 
 def _name_before_colon(text: str) -> str:
@@ -129,12 +141,12 @@ def notebook_rows(path: Path, label: str) -> list[Row]:
     try:
         cells = [c for c in json.loads(path.read_text()).get("cells", []) if isinstance(c, dict)]
     except (OSError, ValueError):
-        return [Row(label, "(not a notebook that can be read)", NOT_RUN)]
+        return [Row(label, "(not a notebook that can be read)", NOT_TRIED)]
     code = [cell for cell in cells if cell.get("cell_type") == "code"]
     names = [exercise_name(module, checker) for module, checker in _checker_calls(code)]
     verdicts = _verdicts(code, names)
     ordered = names + [name for name in verdicts if name not in names]
-    return [Row(label, name, verdicts.get(name, NOT_RUN)) for name in ordered]
+    return [Row(label, name, verdicts.get(name, NOT_TRIED)) for name in ordered]
 
 
 def progress(folder: Path) -> list[Row]:
@@ -157,10 +169,10 @@ def table(rows: list[Row]) -> str:
         for r in [header, *rows]
     ]
     lines.insert(1, "-" * len(max(lines, key=len)))
-    counts = {v: sum(r.verdict == v for r in rows) for v in (PASSED, NOT_YET, NOT_RUN)}
+    counts = {v: sum(r.verdict == v for r in rows) for v in (PASSED, NOT_YET, NOT_TRIED)}
     lines.append(
-        f"{counts[PASSED]} of {len(rows)} exercises passed, {counts[NOT_YET]} not yet, "
-        f"{counts[NOT_RUN]} not run."
+        f"{counts[PASSED]} of {len(rows)} exercises passed, {counts[NOT_YET]} tried and not yet "
+        f"passed, {counts[NOT_TRIED]} not tried."
     )
     return "\n".join(lines)
 
