@@ -6,8 +6,12 @@ import dataclasses
 import functools
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import ladder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ENFORCE_ENV = "JAXCOURSE_ENFORCE_VERDICTS"
 """When this environment variable is "1" (CI sets it), `exercise_summary` raises on a verdict
@@ -83,7 +87,7 @@ def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     try:
         actual_leaves, actual_tree = jax.tree.flatten(actual)
         expected_leaves, expected_tree = jax.tree.flatten(expected)
-        if actual_tree != expected_tree:
+        if actual_tree != expected_tree:  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
             return False
         for got, want in zip(actual_leaves, expected_leaves):
             got, want = np.asarray(got), np.asarray(want)
@@ -219,7 +223,7 @@ JITTED = " under jax.jit"
 
 def call_eager_and_jitted(
     answer, *args, what: str = "your function", hints: tuple = ()
-) -> list[tuple[str, object]]:
+) -> list[tuple[str, Any]]:
     """Calls the learner's `answer(*args)` eagerly and under `jax.jit` (every argument traced),
     both through `call_answer`; returns `[("", eager result), (" under jax.jit", jitted result)]`,
     each result labelled with the words a hint appends to say which run it was."""
@@ -250,7 +254,9 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
             "jnp arrays (or numbers), as the exercise asks."
         )
     if (
-        isinstance(error, TypeError) and error.__traceback__.tb_next is None
+        isinstance(error, TypeError)
+        and error.__traceback__ is not None
+        and error.__traceback__.tb_next is None
     ):  # the call itself failed
         return CheckFailed(
             f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
@@ -259,7 +265,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
     return AnswerRaised(f"{type(error).__name__}: {str(error)[:300]}")
 
 
-def require(condition: bool, hint: str) -> None:
+def require(condition: bool | np.bool_, hint: str) -> None:
     """Fails the current check with `hint` unless `condition` holds."""
     if not condition:
         raise CheckFailed(hint)
@@ -275,7 +281,16 @@ def require_registered_pytree(obj, hint: str) -> list:
     return leaves
 
 
-def exercise_checker(exercise: str) -> Callable:
+class Checker(ladder.Laddered, Protocol):
+    """What `exercise_checker` makes: a function that returns a `Verdict`, with its exercise's
+    name and its ladder (`hint(n)`, `solution()`)."""
+
+    __exercise__: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Verdict: ...
+
+
+def exercise_checker(exercise: str) -> Callable[[Callable], Checker]:
     """Turns `check(answer, ...)`, which raises `CheckFailed` on a wrong answer, into a checker.
 
     The wrapped checker returns a `Verdict`, shown as one line when it is the last
@@ -283,7 +298,7 @@ def exercise_checker(exercise: str) -> Callable:
     'not yet'; any other exception from the learner's code is reported, not raised.
     """
 
-    def decorate(check: Callable) -> Callable[..., Verdict]:
+    def decorate(check: Callable) -> Checker:
         @functools.wraps(check)
         def checker(*args, **kwargs) -> Verdict:
             verdict = _verdict(*args, **kwargs)
@@ -317,8 +332,9 @@ def exercise_checker(exercise: str) -> Callable:
                 )
             return Verdict(exercise, True, "correct, well done.")
 
-        checker.__exercise__ = exercise
-        return ladder.attach(checker)  # checker.hint(n) and checker.solution()
+        made = cast(Checker, ladder.attach(checker))  # checker.hint(n) and checker.solution()
+        made.__exercise__ = exercise
+        return made
 
     return decorate
 
