@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The developers' and CI's command: set up, lint, check that the notebooks match the chapters, then
 # run every test: unit tests, pinned errors, exercise checkers, the Colab reproduction, and every
-# notebook executed top to bottom with nbmake.
+# solution notebook executed top to bottom with nbmake (a student notebook's cells run in its
+# solution notebook; see below).
 #
 #   bash scripts/test.sh                     # everything, as CI runs it
 #   bash scripts/test.sh --fast              # the fast tier: no notebooks, no tests marked slow or
@@ -76,7 +77,13 @@ if [ "$#" -eq 0 ]; then
     colab_log=$(mktemp)
     python -m pytest -p no:cacheprovider tests/test_colab_runtime.py >"$colab_log" 2>&1 &
     colab_pid=$!
-    set -- tests notebooks --ignore=tests/test_colab_runtime.py
+    # The solution notebooks, chapters' and blocks'. A student notebook's code cells are its
+    # solution notebook's in the same order, less the solutions (plus its summary cell), so it
+    # is checked without being run again: its solution notebook runs every one of its cells,
+    # and checks that each stub, run before its solution, gets 'not yet' (checks.exercise_summary);
+    # tests/test_generated_notebooks.py checks that no cell of it reads a name only a solution
+    # defines; tools.notebooks --check (above) that it is the one generated from the chapter.
+    set -- tests notebooks/*.ipynb notebooks/blocks/*.ipynb --ignore=tests/test_colab_runtime.py
 fi
 status=0
 JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \

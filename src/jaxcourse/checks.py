@@ -54,6 +54,10 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
         expect: "passed" (solution notebooks) or "not yet" (student notebooks). When the
             `JAXCOURSE_ENFORCE_VERDICTS` environment variable is "1", any other last verdict,
             or no verdict at all, raises `AssertionError`; otherwise nothing is raised.
+            With "passed", so does an exercise whose first verdict passed: a solution notebook
+            runs each stub before its solution, and a stub must get 'not yet'. A student
+            notebook's code cells are its solution notebook's, in the same order, less the
+            solutions, so this checks its stubs without executing it (scripts/test.sh).
     """
     if expect not in (None, "passed", "not yet"):
         raise ValueError(f"expect must be 'passed', 'not yet' or None, got {expect!r}.")
@@ -69,6 +73,15 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
         if not last or wrong:
             raise AssertionError(
                 f"expected every exercise to be '{expect}'; not so for: {wrong or 'no exercise'}"
+            )
+        first: dict[str, Verdict] = {}
+        for verdict in _VERDICTS:
+            first.setdefault(verdict.exercise, verdict)
+        stub_passed = [name for name, v in first.items() if v.passed]
+        if expect == "passed" and stub_passed:
+            raise AssertionError(
+                f"the first check of {stub_passed} passed: run before its solution, the stub "
+                "must get 'not yet' (an empty stub raises NotImplementedError)."
             )
     return ExerciseSummary(table)
 
