@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 # The developers' and CI's command: set up, lint, check that the notebooks match the chapters, then
 # run every test: unit tests, pinned errors, exercise checkers, the Colab reproduction, and every
-# notebook executed top to bottom with nbmake.
+# solution notebook executed top to bottom with nbmake (a student notebook's cells run in its
+# solution notebook; see below).
 #
 #   bash scripts/test.sh                     # everything, as CI runs it
 #   bash scripts/test.sh --fast              # the fast tier: no notebooks, no tests marked slow or
 #                                            # network (pyproject.toml), offline; under a minute
+#   bash scripts/test.sh --chapter vmap      # one chapter's tests, its notebooks (solution, student,
+#                                            # workshop blocks) and the checks a chapter change can
+#                                            # break (tools/chapter_tests.py); --list prints them
 #   bash scripts/test.sh tests/test_jit_errors.py   # only the tests given
+#
+# Every mode lints (ruff), type-checks the package (mypy, configured in pyproject.toml) and checks
+# that the notebooks match the chapters first. Arguments after the options go to pytest.
 #
 # The set-up (scripts/setup.sh --dev: a learner's full install plus requirements-dev.txt's tests and
 # lint) installs only when requirements*.txt, pyproject.toml, scripts/setup.sh or the install's mode
@@ -20,10 +27,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 fast=0
-if [ "${1:-}" = "--fast" ]; then
-    fast=1
-    shift
-fi
+chapter=""
+list=0
+while [ "$#" -gt 0 ]; do
+    case "$1" in
+        --fast) fast=1; shift ;;
+        --chapter) chapter="${2:?--chapter needs the name of a chapter, such as vmap}"; shift 2 ;;
+        --list) list=1; shift ;;
+        *) break ;;
+    esac
+done
 
 if [ "${JAXCOURSE_SKIP_SETUP:-}" = 1 ]; then
     echo "Set-up skipped (JAXCOURSE_SKIP_SETUP=1)."
@@ -32,10 +45,25 @@ else
 fi
 source .venv/bin/activate # notebook kernels start from this environment too
 
+if [ -n "$chapter" ]; then
+    mapfile -t selected < <(python -m tools.chapter_tests "$chapter")
+    [ "${#selected[@]}" -gt 0 ] || exit 2  # tools.chapter_tests said why
+    if [ "$list" = 1 ]; then
+        printf '%s\n' "${selected[@]}"
+        exit 0
+    fi
+    set -- "${selected[@]}" "$@"
+elif [ "$list" = 1 ]; then
+    echo "--list goes with --chapter NAME" >&2
+    exit 2
+fi
+
 echo "Lint and format (ruff; 'ruff check --fix . && ruff format .' repairs most of it):"
 ruff check --quiet .
 ruff format --check --quiet .
 echo "ruff: clean."
+echo "Types (mypy over src/jaxcourse; settings in pyproject.toml):"
+mypy
 echo "Notebook sync with the chapters (a developer's check; learners run bash scripts/check-setup.sh):"
 python -m tools.notebooks --check
 
@@ -43,8 +71,30 @@ if [ "$fast" = 1 ]; then
     [ "$#" -eq 0 ] && set -- tests
     exec python -m pytest -n 2 --dist loadfile -p no:cacheprovider -m "not slow and not network" "$@"
 fi
+colab_pid=""
 if [ "$#" -eq 0 ]; then
-    set -- tests notebooks
+    # Everything. The Colab runtime test mostly waits on the package index for minutes: it runs
+    # as a process of its own beside the two CPU-bound workers instead of holding one of them.
+    colab_log=$(mktemp)
+    python -m pytest -p no:cacheprovider tests/test_colab_runtime.py >"$colab_log" 2>&1 &
+    colab_pid=$!
+    # The solution notebooks, chapters' and blocks'. A student notebook's code cells are its
+    # solution notebook's in the same order, less the solutions (plus its summary cell), so it
+    # is checked without being run again: its solution notebook runs every one of its cells,
+    # and checks that each stub, run before its solution, gets 'not yet' (checks.exercise_summary);
+    # tests/test_generated_notebooks.py checks that no cell of it reads a name only a solution
+    # defines; tools.notebooks --check (above) that it is the one generated from the chapter.
+    set -- tests notebooks/*.ipynb notebooks/blocks/*.ipynb --ignore=tests/test_colab_runtime.py
 fi
+status=0
 JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \
-    --nbmake --nbmake-timeout=600 "$@"
+    --nbmake --nbmake-timeout=600 "$@" || status=$?
+if [ -n "$colab_pid" ]; then
+    colab_status=0
+    wait "$colab_pid" || colab_status=$?
+    echo "tests/test_colab_runtime.py, run beside the rest:"
+    cat "$colab_log"
+    rm -f "$colab_log"
+    [ "$status" -ne 0 ] || status=$colab_status
+fi
+exit "$status"

@@ -8,8 +8,12 @@ import os
 import re
 import warnings
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import ladder
+
+if TYPE_CHECKING:
+    import numpy as np
 
 ENFORCE_ENV = "JAXCOURSE_ENFORCE_VERDICTS"
 """When this environment variable is "1" (CI sets it), `exercise_summary` raises on a verdict
@@ -79,6 +83,10 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
         expect: "passed" (solution notebooks) or "not yet" (student notebooks). When the
             `JAXCOURSE_ENFORCE_VERDICTS` environment variable is "1", any other last verdict,
             or no verdict at all, raises `AssertionError`; otherwise nothing is raised.
+            With "passed", so does an exercise whose first verdict passed: a solution notebook
+            runs each stub before its solution, and a stub must get 'not yet'. A student
+            notebook's code cells are its solution notebook's, in the same order, less the
+            solutions, so this checks its stubs without executing it (scripts/test.sh).
     """
     if expect not in (None, "passed", "not yet"):
         raise ValueError(f"expect must be 'passed', 'not yet' or None, got {expect!r}.")
@@ -98,6 +106,15 @@ def exercise_summary(expect: str | None = None) -> ExerciseSummary:
         warned = {name: v.warned for name, v in last.items() if v.passed and v.warned}
         if warned:  # a reference solution must pass cleanly: a learner cannot tell a warning apart
             raise AssertionError(f"a correct answer raised warnings while checked: {warned}")
+        first: dict[str, Verdict] = {}
+        for verdict in _VERDICTS:
+            first.setdefault(verdict.exercise, verdict)
+        stub_passed = [name for name, v in first.items() if v.passed]
+        if expect == "passed" and stub_passed:
+            raise AssertionError(
+                f"the first check of {stub_passed} passed: run before its solution, the stub "
+                "must get 'not yet' (an empty stub raises NotImplementedError)."
+            )
     return ExerciseSummary(table)
 
 
@@ -115,7 +132,7 @@ def close(actual, expected, *, rtol: float = 1e-5, atol: float = 1e-6) -> bool:
     try:
         actual_leaves, actual_tree = jax.tree.flatten(actual)
         expected_leaves, expected_tree = jax.tree.flatten(expected)
-        if actual_tree != expected_tree:
+        if actual_tree != expected_tree:  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
             return False
         for got, want in zip(actual_leaves, expected_leaves):
             got, want = np.asarray(got), np.asarray(want)
@@ -273,7 +290,7 @@ JITTED = " under jax.jit"
 
 def call_eager_and_jitted(
     answer, *args, what: str = "your function", hints: tuple = ()
-) -> list[tuple[str, object]]:
+) -> list[tuple[str, Any]]:
     """Calls the learner's `answer(*args)` eagerly and under `jax.jit` (every argument traced),
     both through `call_answer`; returns `[("", eager result), (" under jax.jit", jitted result)]`,
     each result labelled with the words a hint appends to say which run it was."""
@@ -304,7 +321,9 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
             "jnp arrays (or numbers), as the exercise asks."
         )
     if (
-        isinstance(error, TypeError) and error.__traceback__.tb_next is None
+        isinstance(error, TypeError)
+        and error.__traceback__ is not None
+        and error.__traceback__.tb_next is None
     ):  # the call itself failed
         return CheckFailed(
             f"{what} cannot be called with {n_args} argument(s) ({error}): check its parameters "
@@ -313,7 +332,7 @@ def _learner_failure(error: Exception, what: str, n_args: int) -> Exception:
     return AnswerRaised(f"{type(error).__name__}: {shorten(str(error))}")
 
 
-def require(condition: bool, hint: str) -> None:
+def require(condition: bool | np.bool_, hint: str) -> None:
     """Fails the current check with `hint` unless `condition` holds."""
     if not condition:
         raise CheckFailed(hint)
@@ -329,7 +348,16 @@ def require_registered_pytree(obj, hint: str) -> list:
     return leaves
 
 
-def exercise_checker(exercise: str) -> Callable:
+class Checker(ladder.Laddered, Protocol):
+    """What `exercise_checker` makes: a function that returns a `Verdict`, with its exercise's
+    name and its ladder (`hint(n)`, `solution()`)."""
+
+    __exercise__: str
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Verdict: ...
+
+
+def exercise_checker(exercise: str) -> Callable[[Callable], Checker]:
     """Turns `check(answer, ...)`, which raises `CheckFailed` on a wrong answer, into a checker.
 
     The wrapped checker returns a `Verdict`, shown as one line when it is the last
@@ -339,7 +367,7 @@ def exercise_checker(exercise: str) -> Callable:
     added to the verdict.
     """
 
-    def decorate(check: Callable) -> Callable[..., Verdict]:
+    def decorate(check: Callable) -> Checker:
         @functools.wraps(check)
         def checker(*args, **kwargs) -> Verdict:
             with warnings.catch_warnings(record=True) as caught:
@@ -390,8 +418,9 @@ def exercise_checker(exercise: str) -> Callable:
             note = f" {note}" if isinstance(note, str) and note else ""
             return Verdict(exercise, True, f"correct, well done.{note}")
 
-        checker.__exercise__ = exercise
-        return ladder.attach(checker)  # checker.hint(n) and checker.solution()
+        made = cast(Checker, ladder.attach(checker))  # checker.hint(n) and checker.solution()
+        made.__exercise__ = exercise
+        return made
 
     return decorate
 

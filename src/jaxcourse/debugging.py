@@ -14,7 +14,7 @@ import numpy as np
 
 from .jit_parity import RTOL, is_close
 
-_JAX_FOLDERS = tuple(os.path.dirname(module.__file__) + os.sep for module in (jax, jaxlib))
+_JAX_FOLDERS = tuple(module.__path__[0] + os.sep for module in (jax, jaxlib))
 
 
 class Parity(NamedTuple):

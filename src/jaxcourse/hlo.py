@@ -25,12 +25,29 @@ _OPCODE = re.compile(r"= \S+ (?P<opcode>[a-z][a-z\-]*)\(")
 
 
 def _compiled_text(fn: Callable, *args, **jit_options) -> str:
-    return jax.jit(fn, **jit_options).lower(*args).compile().as_text()
+    return _text(jax.jit(fn, **jit_options).lower(*args).compile())
+
+
+def _text(compiled: jax.stages.Compiled) -> str:
+    """The compiled module's HLO text (None only from a backend that cannot print it)."""
+    text = compiled.as_text()
+    if text is None:
+        raise ValueError("this backend gives no text for its compiled programs.")
+    return text
+
+
+def _entry_name(text: str) -> str:
+    """The name of the compiled module's ENTRY computation."""
+    match = _ENTRY.search(text)
+    if match is None:
+        raise ValueError("the compiled module's text has no ENTRY computation.")
+    return match["name"]
 
 
 def _computations(text: str) -> dict[str, list[str]]:
     """The compiled module's computations: name -> instruction lines."""
-    computations, current = {}, None
+    computations: dict[str, list[str]] = {}
+    current: list[str] | None = None  # the lines of the computation being read
     for line in text.splitlines():
         header = _COMPUTATION.match(line)
         if header:
@@ -50,7 +67,9 @@ def _results(lines: list[str]) -> set[str]:
     """The names of a computation's results: its ROOT, and what a ROOT tuple or bitcast passes on."""
     by_name = {match["name"]: line for line in lines if (match := _INSTRUCTION_NAME.match(line))}
     root = next(
-        _INSTRUCTION_NAME.match(line)["name"] for line in lines if line.lstrip().startswith("ROOT")
+        match["name"]
+        for line in lines
+        if line.lstrip().startswith("ROOT") and (match := _INSTRUCTION_NAME.match(line))
     )
     results, pending = set(), [root]
     while pending:
@@ -75,7 +94,7 @@ def written_arrays(fn: Callable, *args) -> dict[str, tuple[int, ...]]:
     text = _compiled_text(fn, *args)
     computations = _computations(text)
     fused_bodies = {match["name"] for match in _FUSED_BODY.finditer(text)}
-    results = _results(computations[_ENTRY.search(text)["name"]])
+    results = _results(computations[_entry_name(text)])
     written = {}
     for name, lines in computations.items():
         if name in fused_bodies:
@@ -115,7 +134,7 @@ def entry_computation(fn: Callable, *args, **jit_options) -> str:
     array that one instruction passes to another is in memory (a bitcast only renames it).
     `jit_options` are `jax.jit`'s keyword arguments, such as `donate_argnums=0`."""
     text = _compiled_text(fn, *args, **jit_options)
-    lines = _computations(text)[_ENTRY.search(text)["name"]]
+    lines = _computations(text)[_entry_name(text)]
     return "\n".join(_ANNOTATIONS.sub("", line.strip()) for line in lines)
 
 
@@ -164,7 +183,7 @@ def collectives(fn: Callable, *args, **kwargs) -> list[tuple[str, int]]:
         if hasattr(fn, "lower")
         else jax.jit(partial(fn, **kwargs)).lower(*args)
     )
-    text = lowered.compile().as_text()
+    text = _text(lowered.compile())
     return [
         (match["opcode"], _result_bytes(match["shape"])) for match in _COLLECTIVE.finditer(text)
     ]

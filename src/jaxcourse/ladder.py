@@ -19,7 +19,7 @@ import importlib.resources
 import json
 import sys
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol, cast
 
 
 class HelpUsed(NamedTuple):
@@ -124,8 +124,18 @@ def solution(checker: Callable) -> Help:
     )
 
 
-def attach(checker: Callable) -> Callable:
+class Laddered(Protocol):
+    """A checker with its ladder: `hint(n)` and `solution()`."""
+
+    hint: Callable[..., Help]
+    solution: Callable[[], Help]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def attach(checker: Callable) -> Laddered:
     """Gives `checker` its ladder as methods: `checker.hint(n)` and `checker.solution()`."""
-    checker.hint = functools.partial(hint, checker)
-    checker.solution = functools.partial(solution, checker)
-    return checker
+    laddered = cast(Laddered, checker)
+    laddered.hint = functools.partial(hint, checker)
+    laddered.solution = functools.partial(solution, checker)
+    return laddered

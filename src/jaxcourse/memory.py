@@ -58,6 +58,8 @@ def require_compiled(program, what: str = "this function") -> jax.stages.Compile
 def memory_figures(compiled) -> MemoryFigures:
     """The memory figures of a compiled program (`jax.jit(f).lower(*args).compile()`)."""
     stats = require_compiled(compiled, "memory_figures").memory_analysis()
+    if stats is None:
+        raise ValueError("this backend reports no memory figures for its compiled programs.")
     return MemoryFigures(
         argument_bytes=int(stats.argument_size_in_bytes),
         output_bytes=int(stats.output_size_in_bytes),

@@ -114,8 +114,8 @@ def stored_specs(plan: Plan) -> MLP:
     units; b2 is small and replicated.
     """
     return MLP(
-        Layer(P(plan.fsdp, plan.tensor), P(plan.tensor)),
-        Layer(P(plan.tensor, plan.fsdp), P()),
+        Layer(P(plan.fsdp, plan.tensor), P(plan.tensor)),  # type: ignore[arg-type]  # a tree of PartitionSpecs shaped like the model
+        Layer(P(plan.tensor, plan.fsdp), P()),  # type: ignore[arg-type]  # a tree of PartitionSpecs shaped like the model
     )
 
 

@@ -186,11 +186,13 @@ def of_kind(events: list[TraceEvent], kind: str) -> list[TraceEvent]:
 
 def time_by_name(events: list[TraceEvent]) -> list[tuple[str, float, int]]:
     """`(name, total microseconds, count)` for each event name, the largest total first."""
-    totals, counts = collections.Counter(), collections.Counter()
+    totals: dict[str, float] = collections.defaultdict(float)
+    counts: collections.Counter[str] = collections.Counter()
     for event in events:
         totals[event.name] += event.duration_us
         counts[event.name] += 1
-    return [(name, total, counts[name]) for name, total in totals.most_common()]
+    rows = [(name, total, counts[name]) for name, total in totals.items()]
+    return sorted(rows, key=lambda row: row[1], reverse=True)
 
 
 def busy_intervals(events: list[TraceEvent]) -> list[tuple[float, float]]:

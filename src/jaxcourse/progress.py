@@ -79,9 +79,10 @@ def _checker_calls(cells: list[dict]) -> list[tuple[str, str]]:
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
-            found = None
+            found: tuple[str, str] | None = None
             if isinstance(node.func, ast.Name) and node.func.id in imported:
-                found = tuple(imported[node.func.id].split(":"))
+                module, _, name = imported[node.func.id].partition(":")
+                found = (module, name)
             elif (
                 isinstance(node.func, ast.Attribute)
                 and isinstance(node.func.value, ast.Name)

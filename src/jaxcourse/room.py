@@ -249,7 +249,7 @@ def validate(message) -> dict:
     """The fields of a report the server keeps, checked; unknown fields are dropped."""
     if not isinstance(message, dict):
         raise Rejected("the body must be a JSON object")
-    clean = {"name": _text(message, "name", MAX_NAME)}
+    clean: dict[str, object] = {"name": _text(message, "name", MAX_NAME)}
     if "exercise" not in message:
         return clean
     clean["exercise"] = _text(message, "exercise", MAX_EXERCISE)

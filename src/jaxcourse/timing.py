@@ -84,7 +84,7 @@ def time_call(
     for _ in range(max(warmup - 1, 0)):
         _timed(lambda: fn(*args, **kwargs))
     times = tuple(_timed(lambda: fn(*args, **kwargs))[0] for _ in range(repeat))
-    return Timing(name or getattr(fn, "__name__", "call"), compile_s, first_call_s, times)
+    return Timing(name or str(getattr(fn, "__name__", "call")), compile_s, first_call_s, times)
 
 
 def timings_table(timings: list[Timing], *, unit: str = "ms"):

@@ -6,6 +6,7 @@ import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable, Iterator
+from typing import Any, Protocol, cast
 
 import jax
 
@@ -16,7 +17,15 @@ _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
-def count_traces(fn: Callable) -> Callable:
+class Counted(Protocol):
+    """A function wrapped by `count_traces`: callable, with the number of its traces."""
+
+    traces: int
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+
+
+def count_traces(fn: Callable) -> Counted:
     """Wraps `fn` so that each Python call of it adds one to the wrapper's `traces` attribute.
 
     Jit the wrapper, not `fn`: `jax.jit` runs the Python body only when it traces (a cache
@@ -29,8 +38,9 @@ def count_traces(fn: Callable) -> Callable:
         counted.traces += 1
         return fn(*args, **kwargs)
 
-    counted.traces = 0
-    return counted
+    wrapper = cast(Counted, counted)
+    wrapper.traces = 0
+    return wrapper
 
 
 @dataclasses.dataclass

@@ -128,7 +128,7 @@ def run_fresh(
             jobs.append(
                 {"data": str(path), "out": str(Path(folder) / f"fit{k}.npz"), "maxiter": maxiter[k]}
             )
-        request = {
+        request: dict[str, Any] = {
             "kind": kind,
             "method": method,
             "n_iter": n_iter,

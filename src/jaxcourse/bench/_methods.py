@@ -10,7 +10,7 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypedDict
 
 import jax
 import optax
@@ -143,8 +143,23 @@ def _one_device_if_uneven(data: PLNData) -> tuple[dict[str, Any], str]:
 
 
 _SHARED_ALGORITHM = (level0, level1, level2, level3, level4)
-_FULL = {"objective": "full ELBO (then B, Sigma in closed form)", "gradient": "autodiff (jax.grad)"}
-_PROFILED = {"objective": "profiled ELBO J(M, S)", "gradient": "closed form (envelope theorem)"}
+
+
+class _Described(TypedDict):
+    """A method's `objective` and `gradient`, shared by the levels that optimise alike."""
+
+    objective: str
+    gradient: str
+
+
+_FULL: _Described = {
+    "objective": "full ELBO (then B, Sigma in closed form)",
+    "gradient": "autodiff (jax.grad)",
+}
+_PROFILED: _Described = {
+    "objective": "profiled ELBO J(M, S)",
+    "gradient": "closed form (envelope theorem)",
+}
 
 METHODS: tuple[Method, ...] = (
     # Levels 0-4 run pyPLNmodels' own algorithm (its Rprop settings, on the gradient of the

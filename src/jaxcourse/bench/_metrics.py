@@ -104,11 +104,11 @@ def compute_metrics(
     """
     levels = [run for run in runs if not run.is_reference]
     reference = reference_run(runs)
-    reached = [run for run in levels if run.time_to_target_s is not None]
-    fastest = min(reached, key=lambda run: run.time_to_target_s) if reached else None
+    reached = [(run.time_to_target_s, run) for run in levels if run.time_to_target_s is not None]
+    fastest_s, fastest = min(reached, key=lambda pair: pair[0]) if reached else (None, None)
     metrics = Metrics(fastest=None if fastest is None else fastest.name)
-    if fastest and reference and reference.time_to_target_s:
-        metrics = metrics._replace(P1=fastest.time_to_target_s / reference.time_to_target_s)
+    if fastest_s is not None and reference and reference.time_to_target_s:
+        metrics = metrics._replace(P1=fastest_s / reference.time_to_target_s)
     if levels:
         cheapest = min(levels, key=lambda run: run.per_iteration_s)
         judged = fastest or cheapest
@@ -120,8 +120,8 @@ def compute_metrics(
         )
     if best_known_elbo is not None and reference is not None:
         goal = best_known_elbo - P3_GAP_NATS
-        ours = [first_time_at_least(run.elbo, run.times_s, goal) for run in levels]
-        ours = [t for t in ours if t is not None]
+        times = [first_time_at_least(run.elbo, run.times_s, goal) for run in levels]
+        ours = [t for t in times if t is not None]
         theirs = first_time_at_least(reference.elbo, reference.times_s, goal)
         if ours and theirs:
             metrics = metrics._replace(P3=min(ours) / theirs)

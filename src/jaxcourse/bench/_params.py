@@ -8,10 +8,13 @@ the same closed forms, from its final (M, S), so only the fits differ, not the a
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jax
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas
 
 from ..pln import PLNData, Variational, as_float64, closed_form_params
 
@@ -37,7 +40,7 @@ def zero_fractions(data: PLNData) -> np.ndarray:
     return np.mean(np.asarray(data.counts) == 0, axis=0)
 
 
-def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.DataFrame:  # noqa: F821
+def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.DataFrame:
     """One row per fit of `fits` (name -> final (M, S)) other than `against`: how its B and the
     correlations of its Sigma differ from those of `fits[against]`.
 

@@ -183,6 +183,8 @@ def run_reference(
         for k in range(cold_repeat)
     ]
     first = runs[0].fits[0]
+    if first.trace_times_s is None or first.trace_elbo is None:
+        raise RuntimeError("the reference's process recorded no ELBO trace of its fit.")
     warm = first.times_s[1:]
     return MethodRun(
         name=method.name,

@@ -23,9 +23,10 @@ def load_size(size: str) -> PLNData:
     _check_size(size)
     if size == "microcosm":
         return load_microcosm()
-    if SIZES[size] is None:
+    copies = SIZES[size]
+    if copies is None:
         return simulate(40, 6, key=jax.random.key(0)).data
-    return load_oaks(SIZES[size])
+    return load_oaks(copies)
 
 
 def load_microcosm() -> PLNData:

@@ -64,8 +64,8 @@ def grid_blocks(fn: Callable, *args, operand: str = "input", index: int = 0) -> 
     block = _as_2d(block_shape)
     steps_of: dict[tuple[int, int], list[tuple[int, ...]]] = {}
     for step in product(*(range(size) for size in layout.grid)):
-        block_index = tuple(block_map.index_map(*step))
-        block_index = (0, *block_index) if len(block_index) == 1 else block_index
+        indices = tuple(block_map.index_map(*step))
+        block_index = (0, indices[0]) if len(indices) == 1 else (indices[0], indices[1])
         steps_of.setdefault(block_index, []).append(step)
     visits = tuple(
         BlockVisit(

@@ -51,9 +51,9 @@ def _tree_node(tree, leaf_numbers: Iterator[int]) -> TreeNode:
     if tree is None:
         return TreeNode("none", "None")
     treedef = jax.tree.structure(tree)
-    if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # ([] is one node too, with no leaf)
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # type: ignore[attr-defined]  # jaxlib ships no stub for PyTreeDef; ([] is one node too, with no leaf)
         return TreeNode("leaf", _leaf_label(tree), leaf_index=next(leaf_numbers))
-    node_type, aux = treedef.node_data()
+    node_type, aux = treedef.node_data()  # type: ignore[attr-defined]  # jaxlib ships no stub for PyTreeDef
     # One level down: every strict subtree of `tree` counts as a leaf, so None children stay.
     children, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is not tree)
     return TreeNode(
@@ -98,7 +98,7 @@ def _aux_text(aux) -> str:
 
 def _node_style(node: TreeNode) -> tuple[str, tuple | str, str]:
     """The text, fill colour and edge colour of one node of the drawn tree."""
-    if node.kind == "leaf":
+    if node.leaf_index is not None:  # only a leaf has one
         return f"{node.leaf_index}: {node.label}", light(index_color(node.leaf_index)), "#444444"
     if node.kind == "container":
         return node.label if node.children else f"{node.label}\n(empty)", "white", "#444444"

@@ -58,7 +58,7 @@ def primitive_names(jaxpr) -> list[str]:
 def uses_of(jaxpr, var) -> list[str]:
     """The primitives that read `var`, an input of `jaxpr`, following it into nested jaxprs
     whose inputs line up one to one with the equation's (jit, scan)."""
-    uses = []
+    uses: list[str] = []
     for eqn in jaxpr.eqns:
         for position, invar in enumerate(eqn.invars):
             if invar is not var:

@@ -62,7 +62,7 @@ def _none_made_a_leaf(tree, answer) -> bool:
     """Whether `answer` has the structure of `tree` with its Nones counted as leaves."""
     is_none = lambda x: x is None  # noqa: E731
     with_nones = jax.tree.structure(tree, is_leaf=is_none)
-    return jax.tree.structure(answer) == with_nones and with_nones != jax.tree.structure(tree)
+    return jax.tree.structure(answer) == with_nones and with_nones != jax.tree.structure(tree)  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
 
 
 def _shape_and_dtype(abstract, case: str) -> tuple[tuple, np.dtype]:
@@ -85,13 +85,13 @@ def check_abstract_tree(abstract_tree: Callable) -> None:
         leaves, treedef = jax.tree.flatten(tree)
         answer_leaves, answer_treedef = jax.tree.flatten(answer)
         require(
-            answer_treedef == treedef or not _none_made_a_leaf(tree, answer),
+            answer_treedef == treedef or not _none_made_a_leaf(tree, answer),  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
             f"for {case}, None became a leaf with an abstract value of its own: None is an empty "
             "subtree, not a leaf. Keep it as None (jax.tree.map skips it unless is_leaf says "
             "otherwise).",
         )
         require(
-            answer_treedef == treedef,
+            answer_treedef == treedef,  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
             f"for {case}, the answer should keep the tree's structure (its treedef, {treedef}), got "
             f"{describe(answer)} with treedef {answer_treedef}: replace each leaf with jax.tree.map "
             "rather than listing the leaves.",

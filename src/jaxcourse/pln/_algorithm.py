@@ -56,7 +56,7 @@ class FitResult(NamedTuple):
     variational: Variational
     params: ModelParams
     n_steps: jax.Array
-    status: jax.Array = None
+    status: jax.Array
 
     @classmethod
     def of_all_steps(
@@ -97,8 +97,8 @@ def _non_finite_report(result: FitResult) -> str:
         "Sigma": result.params.covariance,
     }
     bad = []
-    for name, array in parts.items():
-        array = np.asarray(array)
+    for name, part in parts.items():
+        array = np.asarray(part)
         count = int(array.size - np.count_nonzero(np.isfinite(array)))
         if count:
             bad.append(

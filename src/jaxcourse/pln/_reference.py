@@ -10,7 +10,7 @@ import contextlib
 import io
 import time
 import warnings
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ class ReferenceFit(NamedTuple):
     elbo: float
     elbo_stirling: float
     seconds: float
-    model: object
+    model: Any  # pyPLNmodels ships no type hints
 
 
 def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceFit:

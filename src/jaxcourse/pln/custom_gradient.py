@@ -82,7 +82,7 @@ def relative_error(actual, reference) -> float:
 
     actual_leaves, actual_tree = jax.tree.flatten(actual)
     reference_leaves, reference_tree = jax.tree.flatten(reference)
-    if actual_tree != reference_tree:
+    if actual_tree != reference_tree:  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
         raise ValueError(f"the two trees differ: {actual_tree} and {reference_tree}.")
     difference = sum(
         np.sum(np.square(np.asarray(a, np.float64) - np.asarray(r, np.float64)))

@@ -167,7 +167,7 @@ def fit(
     start = init_variational(data) if start is None else start
     check_start(data, start)
     problem, held = prepare_checked(data, separation_limit)
-    tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
+    traced_tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
     options = dict(
         n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), kernel=kernel
     )
@@ -175,7 +175,7 @@ def fit(
     def run(step_limit):
         step_limit = jnp.asarray(step_limit, jnp.int32)
         return run_with_blas_threads(
-            blas_threads, fit_compiled, problem, start, tol, step_limit, **options
+            blas_threads, fit_compiled, problem, start, traced_tol, step_limit, **options
         )
 
     return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)

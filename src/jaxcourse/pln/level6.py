@@ -64,7 +64,7 @@ def _fit_sharded(
         jax.shard_map,
         mesh=mesh,
         in_specs=(problem_layout(rows, P()), rows, P(), P()),
-        out_specs=FitResult(P(), rows, P(), P(), P()),
+        out_specs=FitResult(P(), rows, P(), P(), P()),  # type: ignore[arg-type]  # a tree of PartitionSpecs shaped like the result
     )
     def on_each_device(problem_block, variational_block, tol, step_limit):
         return run_loop(
@@ -235,7 +235,6 @@ def fit_many(
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")
         check_fit_arguments(data, n_iter, warn_on_separation=False)
         problem, held = prepare_checked(data, separation_limit, stacklevel=3)
-        helds = None
         starts = random_starts(data, keys, scale=scale)
         batched_problem = False
         dtype = data.counts.dtype
@@ -256,14 +255,14 @@ def fit_many(
         batched_problem = True
         dtype = datasets[0].counts.dtype
     options = dict(n_iter=n_iter, optimizer=optimizer, batched_problem=batched_problem)
-    tol = jnp.asarray(tol, dtype)
+    traced_tol = jnp.asarray(tol, dtype)
 
     def run(step_limits):
-        return _fit_many_compiled(problem, starts, tol, step_limits, **options)
+        return _fit_many_compiled(problem, starts, traced_tol, step_limits, **options)
 
     n_fits = jax.tree.leaves(starts)[0].shape[0]
     results = report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
-    if helds is None:  # restarts on one data set
+    if isinstance(data, PLNData):  # restarts on one data set
         return push_each_to_limit(results, [data.offsets] * n_fits, [held] * n_fits)
     return push_each_to_limit(results, [d.offsets for d in datasets], helds)
 

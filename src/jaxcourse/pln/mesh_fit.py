@@ -36,7 +36,7 @@ def _fit_on_grid(problem, starts, tol, step_limits, *, n_iter, optimizer, mesh) 
         jax.shard_map,
         mesh=mesh,
         in_specs=(problem_layout(samples, P()), restarts_and_samples, P(), P(MODEL)),
-        out_specs=FitResult(P(MODEL), restarts_and_samples, P(MODEL), P(MODEL), P(MODEL)),
+        out_specs=FitResult(P(MODEL), restarts_and_samples, P(MODEL), P(MODEL), P(MODEL)),  # type: ignore[arg-type]  # a tree of PartitionSpecs shaped like the result
         # run_loop starts its carry from constants, which vary over no axis, while the body's
         # values vary over "model" (each device has its own restarts); the varying-axes check
         # would refuse that loop, and nothing here is differentiated, so it is turned off.

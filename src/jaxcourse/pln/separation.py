@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 from scipy.linalg import null_space
 from scipy.optimize import linprog
 
@@ -151,7 +152,7 @@ LOG_RATE_AT_LIMIT = -40.0
 and float64 alike, while the parameters stay finite numbers."""
 
 
-def push_to_limit(result, offsets: np.ndarray, separation: Separation):
+def push_to_limit(result, offsets: npt.ArrayLike, separation: Separation):
     """A finite stand-in for the limit that a fit with held rates reached: M and B moved along
     each separated species' direction b (M_ij += t x_i'b on its masked samples, B_j += t b)
     until every masked log rate O + M + S^2/2 is at most `LOG_RATE_AT_LIMIT`.

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+import numpy.typing as npt
 
 from ...checks import (
     call_answer,
@@ -39,7 +40,7 @@ def _exprel64(x: np.ndarray) -> np.ndarray:
     return np.where(x == 0.0, 1.0, np.expm1(safe) / safe)
 
 
-def _exprel_derivative64(x: np.ndarray) -> np.ndarray:
+def _exprel_derivative64(x: npt.ArrayLike) -> np.ndarray:
     """d/dx exprel = (x e^x - e^x + 1) / x^2 in float64, by its series 1/2 + x/3 + x^2/8 near 0."""
     x = np.asarray(x, np.float64)
     safe = np.where(np.abs(x) < 1e-4, 1.0, x)

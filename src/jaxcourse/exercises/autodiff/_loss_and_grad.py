@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -43,7 +44,10 @@ def _regression_cases() -> list[tuple[dict, np.ndarray, np.ndarray, str]]:
         (5, 1, "one feature"),
     ):
         x = rng.normal(size=(n, d)).astype(np.float32)
-        params = {"w": rng.normal(size=d).astype(np.float32), "b": np.float32(rng.normal())}
+        params: dict[str, Any] = {
+            "w": rng.normal(size=d).astype(np.float32),
+            "b": np.float32(rng.normal()),
+        }
         cases.append((params, x, rng.normal(size=n).astype(np.float32), description))
     params, x, _, _ = cases[0]
     exact = (x @ params["w"] + params["b"]).astype(np.float32)

@@ -4,6 +4,7 @@ derivative by the implicit function theorem."""
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -89,7 +90,7 @@ def _count_hint(solve_kepler) -> str:
         )[1]
         for mean, ecc, _ in _KEPLER_CASES
     ]
-    variants = {
+    variants: dict[str, dict[str, Any]] = {
         ": your counts are those of Newton's method started at E = 0. The exercise starts it at "
         "E = M (the mean anomaly), which is closer to the root.": dict(
             start=0.0, on_residual=False
@@ -191,7 +192,7 @@ def check_kepler(solve_kepler) -> None:
         "cond_jaxpr"
     ]
     require(
-        {float(MAX_ITER), float(MAX_ITER - 1)} & _literals(cond_jaxpr),
+        bool({float(MAX_ITER), float(MAX_ITER - 1)} & _literals(cond_jaxpr)),
         f"the loop's condition never compares with MAX_ITER = {MAX_ITER}: without that cap, a case "
         "where float32 rounding keeps every step above TOL would loop forever. Stop on "
         "(jnp.abs(step) > TOL) & (n_iter < MAX_ITER).",

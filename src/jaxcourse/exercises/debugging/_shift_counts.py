@@ -26,7 +26,7 @@ HINTS = {
 @exercise_checker("Exercise 3 (counts that overflow)")
 def check_shift_counts(shift_counts: Callable) -> None:
     """Checks `shift_counts(counts, shift)`: counts + shift as int32, for small-integer counts."""
-    cases = [
+    cases: list[tuple[np.ndarray, int]] = [
         (np.array([0, 200, 255], np.uint8), 300),
         (np.array([0, 200, 255], np.uint8), -10),
         (np.array([7, 9], np.uint8), 0),

@@ -80,7 +80,8 @@ def check_precompile(precompile: Callable) -> None:
     before any data exists and without running `fn`; `serve(x)` runs the matching executable
     without compiling, and raises ValueError for a shape or dtype it was not compiled for."""
     require_callable(precompile, "precompile")
-    traces, runs = [], []
+    traces: list[tuple] = []
+    runs: list[None] = []
     fn = _served_function(traces, runs)
     serve = call_answer(precompile, fn, SERVED_SHAPES, jnp.float32, what="precompile")
     require(

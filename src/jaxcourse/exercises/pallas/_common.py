@@ -127,7 +127,7 @@ def require_index_map(
         except Exception as error:  # the learner's index map, evaluated
             raise CheckFailed(
                 f"the index map of {name} failed at program {program} ({type(error).__name__}: "
-                f"{shorten(error, 120)}): it must return a tuple of integer block indices."
+                f"{shorten(str(error), 120)}): it must return a tuple of integer block indices."
             ) from None
         want = tuple(expected(*program))
         if got == want:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -61,7 +62,7 @@ _STEP_AS_BODY = (
 
 
 def _is_state(value, start) -> bool:
-    return jax.tree.structure(value) == jax.tree.structure(start)
+    return jax.tree.structure(value) == jax.tree.structure(start)  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
 
 
 def _loop_output(result, n_iter: int, start, value_shape: tuple = ()):
@@ -163,7 +164,10 @@ def _require_vector_values(run_steps: Callable, start, n_iter: int = 7) -> None:
         result = _run(run_steps, step, start, n_iter)
     except (CheckFailed, AnswerRaised) as error:
         raise CheckFailed(assumes.format(did=f"failed ({shorten(str(error), 200)})")) from error
-    state, values = result if isinstance(result, tuple) and len(result) == 2 else (None, None)
+    pair: tuple[Any, Any] = (
+        result if isinstance(result, tuple) and len(result) == 2 else (None, None)
+    )
+    state, values = pair
     require(
         jnp.shape(values) == (n_iter, 3),
         assumes.format(did=f"returned values of shape {jnp.shape(values)}, not {(n_iter, 3)}"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -92,7 +93,7 @@ def check_donated_state(make_donating_step: Callable) -> None:
     that the compiled program writes its results into the old state's buffers (an alias the
     size of the state) and the batch stays usable."""
     require_accepts(make_donating_step, sgd_step, what="make_donating_step")
-    made = []  # (case, what make_donating_step returned)
+    made: list[tuple[str, Any]] = []  # (case, what make_donating_step returned)
     for case, step, arguments in _DONATION_CASES:
         jitted = call_answer(
             make_donating_step,

@@ -140,6 +140,8 @@ def check_intensity(intensity: Callable) -> None:
         analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
         if isinstance(analysis, (list, tuple)):  # older jax: one dict per device program
             analysis = analysis[0]
+        if analysis is None:
+            raise ValueError("this backend gives no cost analysis of its compiled programs.")
         every_bytes_entry = sum(
             float(value) for key, value in analysis.items() if key.startswith("bytes accessed")
         )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import jax
 import jax.numpy as jnp
@@ -120,8 +120,8 @@ def _leaf_time_by_name(events) -> dict[str, float]:
     return totals
 
 
-def _largest(totals: dict):
-    return max(totals, key=totals.get) if totals else None
+def _largest(totals: Mapping[str, float]) -> str | None:
+    return max(totals, key=totals.__getitem__) if totals else None
 
 
 def _leaves(events, contains=_contains):
@@ -286,7 +286,7 @@ def check_most_expensive_op(most_expensive_op: Callable) -> None:
         )
     real = _real_trace_events()
     totals = _leaf_time_by_name(real)
-    expected = max(totals, key=totals.get)
+    expected = max(totals, key=totals.__getitem__)
     answer = _ask_operation(most_expensive_op, real, "a real trace of a jitted fori_loop", seen)
     require(
         answer == expected,

@@ -31,7 +31,7 @@ _MISSING = object()
 
 def require_hashable_structure(obj) -> None:
     """Fails unless the aux data of `obj`'s own class (the top node of its treedef) is hashable."""
-    _, aux_data = jax.tree.structure(obj).node_data()
+    _, aux_data = jax.tree.structure(obj).node_data()  # type: ignore[attr-defined]  # jaxlib ships no stub for PyTreeDef
     try:
         hash(aux_data)
     except TypeError as error:

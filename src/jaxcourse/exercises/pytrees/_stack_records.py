@@ -64,7 +64,7 @@ def check_stack_records(stack_records) -> None:
         expected_structure = jax.tree.structure(records[0])
         got_structure = jax.tree.structure(got)
         require(
-            got_structure == expected_structure,
+            got_structure == expected_structure,  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
             f"for {description}, the result should have the structure of ONE record, "
             f"{expected_structure}, but it has {got_structure}. A Python list of values is a "
             "container for JAX, not a leaf: turn each field's values into one array with jnp.stack.",

@@ -52,7 +52,7 @@ def check_standardizer(standardizer_cls) -> None:
     )
     other = standardizer_cls(mean + 1.0, scale * 3.0, "height")
     try:
-        same = jax.tree.structure(s) == jax.tree.structure(other)
+        same = jax.tree.structure(s) == jax.tree.structure(other)  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
     except ValueError:
         same = None
     require(
@@ -66,7 +66,7 @@ def check_standardizer(standardizer_cls) -> None:
         "structures: the aux data depends on the array values. Keep only the name there.",
     )
     require(
-        jax.tree.structure(s) != jax.tree.structure(standardizer_cls(mean, scale, "weight")),
+        jax.tree.structure(s) != jax.tree.structure(standardizer_cls(mean, scale, "weight")),  # type: ignore[operator]  # jaxlib ships no stub for PyTreeDef
         "instances with different names have the same tree structure: the name is not in the "
         "aux data, so JAX cannot tell them apart (and tree_unflatten cannot restore it).",
     )

@@ -67,10 +67,11 @@ def ppermute_steps(jaxpr) -> int | None:
         if eqn.primitive.name == "ppermute":
             total += 1
             continue
-        counts = [ppermute_steps(inner) for inner in inner_jaxprs(eqn)]
-        if not counts:
+        found = [ppermute_steps(inner) for inner in inner_jaxprs(eqn)]
+        if not found:
             continue
-        if None in counts or (eqn.primitive.name == "while" and any(counts)):
+        counts = [count for count in found if count is not None]
+        if len(counts) < len(found) or (eqn.primitive.name == "while" and any(counts)):
             return None
         if eqn.primitive.name == "cond":
             total += max(counts)

@@ -236,6 +236,7 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
             params, placed = reference_params, new_params
     n_in, n_out = params.hidden.weights.shape[0], params.output.weights.shape[1]
     sample_blocks = {(_ROWS_PER_DEVICE, n_in), (_ROWS_PER_DEVICE, n_out)}
+    assert found is not None  # traced on the first seed
     gathers = [c for c in found if c.name in ("all_gather", "all_gather_invariant")]
     require(
         not any(c.operand_shape in sample_blocks for c in gathers),

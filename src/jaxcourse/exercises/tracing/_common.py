@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ...checks import call_answer, require
 
 _NON_HASHABLE_STATIC = "Non-hashable static arguments"
 _ARRAY_METADATA = "metadata fields"
 
 
-def _run(fn: Callable, *args, hints: list[tuple[type, str, str]], what: str = "your function"):
+def _run(fn: object, *args, hints: list[tuple[type, str, str]], what: str = "your function"):
     """Calls the learner's `fn(*args)` through `call_answer`: a JAX error matching one of `hints`
     (error class, message fragment or "", hint; subclasses before their parents) becomes that
     hint, and a result of None fails with a hint about a missing `return`."""
