@@ -219,7 +219,8 @@ def test_compare_params_leaves_separated_coefficients_out(separated_fit):
 
 
 def test_named_results_keep_the_dataframes_names(separated_fit):
-    pd = pytest.importorskip("pandas")
+    import pandas as pd
+
     data, result = separated_fit
     counts = pd.DataFrame(np.asarray(data.counts), columns=["ab", "cd", "ef", "gh"])
     covariates = pd.DataFrame(np.asarray(data.covariates), columns=["intercept", "group=b"])
