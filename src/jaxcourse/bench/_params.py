@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     import pandas
 
 from ..pln import PLNData, Variational, as_float64, closed_form_params
+from ..pln.separation import coefficient_mask, find_separation
 
 MANY_ZEROS = 0.8
 """A species counts as mostly zeros when at least this fraction of its counts are 0."""
@@ -40,6 +41,19 @@ def zero_fractions(data: PLNData) -> np.ndarray:
     return np.mean(np.asarray(data.counts) == 0, axis=0)
 
 
+def species_gaps(gaps: np.ndarray, separated: np.ndarray) -> np.ndarray:
+    """`(p,)` the largest of each species' `(d, p)` |differences| in B over its coefficients that
+    are not `separated`; NaN for a species whose every coefficient is."""
+    kept = np.where(separated, -np.inf, gaps).max(axis=0)
+    return np.where(np.isfinite(kept), kept, np.nan)
+
+
+def nan_mean(values: np.ndarray) -> float:
+    """The mean of the values that are not NaN; NaN if none is."""
+    finite = values[~np.isnan(values)]
+    return float(finite.mean()) if finite.size else float("nan")
+
+
 def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.DataFrame:
     """One row per fit of `fits` (name -> final (M, S)) other than `against`: how its B and the
     correlations of its Sigma differ from those of `fits[against]`.
@@ -47,6 +61,9 @@ def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.
     Columns: the largest |difference| in B, the species where it is (its index and fraction of
     zeros), the mean |difference| in B over species with at least `MANY_ZEROS` zeros and over
     the others, and the largest |difference| between correlations with its pair of species.
+    Coefficients that quasi-separation sends to +-infinity (`separation.coefficient_mask`) are
+    left out of the B columns, since their values are limit points, not estimates; the column
+    "separated B (left out)" says how many (a species with every coefficient separated gets NaN).
     """
     import pandas as pd
 
@@ -54,6 +71,7 @@ def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.
         raise ValueError(f"against must name one of the fits {sorted(fits)}, got {against!r}.")
     zeros = zero_fractions(data)
     many = zeros >= MANY_ZEROS
+    separated = coefficient_mask(find_separation(data))
     coef_0, cov_0 = params_float64(data, fits[against])
     corr_0 = correlation(cov_0)
     rows = []
@@ -61,9 +79,9 @@ def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.
         if name == against:
             continue
         coef, cov = params_float64(data, variational)
-        gap_b = np.max(np.abs(coef - coef_0), axis=0)  # per species, over the covariates
+        gap_b = species_gaps(np.abs(coef - coef_0), separated)
         gap_corr = np.abs(correlation(cov) - corr_0)
-        worst = int(np.argmax(gap_b))
+        worst = int(np.nanargmax(gap_b)) if np.isfinite(gap_b).any() else 0
         pair = np.unravel_index(int(np.argmax(gap_corr)), gap_corr.shape)
         rows.append(
             {
@@ -72,12 +90,9 @@ def compare_params(data: PLNData, fits: dict[str, Any], against: str) -> pandas.
                 "max |dB|": float(gap_b[worst]),
                 "at species": worst,
                 "its zeros": float(zeros[worst]),
-                f"mean |dB|, >= {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[many]))
-                if many.any()
-                else float("nan"),
-                f"mean |dB|, < {MANY_ZEROS:.0%} zeros": float(np.mean(gap_b[~many]))
-                if (~many).any()
-                else float("nan"),
+                f"mean |dB|, >= {MANY_ZEROS:.0%} zeros": nan_mean(gap_b[many]),
+                f"mean |dB|, < {MANY_ZEROS:.0%} zeros": nan_mean(gap_b[~many]),
+                "separated B (left out)": int(separated.sum()),
                 "max |d corr|": float(gap_corr[pair]),
                 "at species pair": f"{pair[0]}, {pair[1]}",
             }

@@ -39,6 +39,9 @@ from ._algorithm import FitResult as FitResult
 from ._algorithm import init_variational as init_variational
 from ._algorithm import negative_elbo as negative_elbo
 from ._algorithm import update_step as update_step
+from ._data import FLOAT32_EXACT_COUNT as FLOAT32_EXACT_COUNT
+from ._data import LOG_OFFSET_LIMIT as LOG_OFFSET_LIMIT
+from ._data import OffsetScaleWarning as OffsetScaleWarning
 from ._data import PLNData as PLNData
 from ._data import Simulation as Simulation
 from ._data import as_float64 as as_float64

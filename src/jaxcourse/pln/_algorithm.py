@@ -50,6 +50,11 @@ class FitResult(NamedTuple):
             5 and 6 when they stop on their tolerance, and fewer for any level that diverged.
         status: how the fit ended (an int array): `CONVERGED`, `ITERATION_LIMIT` or `DIVERGED`
             (`status_name` says it in words). A diverged fit also warns (`FitDivergedWarning`).
+        separated: levels 5 and 6: a bool array of B's shape (with a leading axis for
+            `fit_many`), True on the coefficients that quasi-separation sends to +-infinity
+            (`separation.coefficient_mask`). `params.coef` holds a finite point of the limit
+            there (numbers of either sign whose size means nothing); `coef` holds NaN there.
+            None for levels 0-4, which fit the data as given and only warn.
     """
 
     elbo_trace: jax.Array
@@ -57,6 +62,51 @@ class FitResult(NamedTuple):
     params: ModelParams
     n_steps: jax.Array
     status: jax.Array
+    separated: np.ndarray | None = None
+
+    @property
+    def coef(self) -> np.ndarray:
+        """B as estimates, float64 NumPy: `params.coef` with NaN on the `separated` coefficients,
+        which have no finite estimate (`params.coef` keeps the limit point for computations)."""
+        coef = np.array(self.params.coef, dtype=np.float64)
+        if self.separated is not None:
+            coef[np.asarray(self.separated)] = np.nan
+        return coef
+
+    def coef_frame(self, covariates=None, species=None):
+        """`coef` (NaN where separated) as a pandas DataFrame, covariates x species.
+
+        Args:
+            covariates: the row labels: the covariates' DataFrame (its column names), or a
+                sequence of names such as `design_matrix`'s; 0, 1, ... if omitted.
+            species: the column labels: the counts' DataFrame (its column names), or names.
+
+        Raises:
+            ValueError: a result of several fits (`fit_many`: pick one with `level6.fit_at`),
+                or labels whose number does not match B's shape.
+        """
+        import pandas as pd
+
+        coef = self.coef
+        if coef.ndim != 2:
+            raise ValueError(
+                f"coef_frame needs one fit's B, got shape {coef.shape}: pick a fit with level6.fit_at."
+            )
+        rows = _labels("covariates", covariates, coef.shape[0])
+        columns = _labels("species", species, coef.shape[1])
+        return pd.DataFrame(coef, index=rows, columns=columns)
+
+    def sigma_frame(self, species=None):
+        """Sigma as a pandas DataFrame, species x species, labelled like `coef_frame`'s columns."""
+        import pandas as pd
+
+        covariance = np.asarray(self.params.covariance, dtype=np.float64)
+        if covariance.ndim != 2:
+            raise ValueError(
+                f"sigma_frame needs one fit's Sigma, got shape {covariance.shape}: pick a fit with level6.fit_at."
+            )
+        labels = _labels("species", species, covariance.shape[0])
+        return pd.DataFrame(covariance, index=labels, columns=labels)
 
     @classmethod
     def of_all_steps(
@@ -74,6 +124,26 @@ class FitResult(NamedTuple):
     def status_name(self) -> str:
         """How the fit ended, in words (one fit; for `fit_many`'s results index a fit first)."""
         return STATUS_NAMES[int(self.status)]
+
+
+def _labels(name: str, labels, size: int) -> list:
+    """Row or column labels for a result table: a DataFrame's column names, a sequence of names,
+    or 0 .. size-1 for None; raises `TypeError`/`ValueError` unless there are `size` of them."""
+    if labels is None:
+        return list(range(size))
+    if hasattr(labels, "columns"):  # a DataFrame: its column names
+        labels = labels.columns
+    if isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__"):
+        raise TypeError(
+            f"{name} must be a DataFrame or a sequence of names, got {type(labels).__name__}."
+        )
+    labels = list(labels)
+    if len(labels) != size:
+        raise ValueError(
+            f"{name} must give {size} names, one per row or column of the fit's "
+            f"parameters, got {len(labels)}."
+        )
+    return labels
 
 
 class FitDivergedWarning(RuntimeWarning):

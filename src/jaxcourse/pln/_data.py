@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import warnings
 from importlib import resources
 from typing import NamedTuple
 
@@ -97,8 +98,61 @@ def _check_rows(name: str, array: np.ndarray, n_samples: int) -> None:
         )
 
 
+FLOAT32_EXACT_COUNT = 2**24
+"""16777216: float32 holds every whole number up to 2^24 exactly, not beyond (2^24 + 1 rounds to
+2^24). `make_data` refuses larger counts unless float64 is enabled."""
+
+LOG_OFFSET_LIMIT = 50.0
+"""An offset above this is not a log: exp(50) is about 5e21, more reads or exposure than any
+sample has. `make_data` warns (`OffsetScaleWarning`) when an offset exceeds it."""
+
+
+class OffsetScaleWarning(UserWarning):
+    """The offsets do not look like logs (raw library sizes, say): pass log(library size)."""
+
+
+def _float_dtype(counts: np.ndarray):
+    """float32, or float64 when some count is above `FLOAT32_EXACT_COUNT` and float64 is enabled.
+
+    Raises:
+        ValueError: a count above 2^24 while float64 is not enabled.
+    """
+    largest = float(counts.max())
+    if largest <= FLOAT32_EXACT_COUNT:
+        return jnp.float32
+    if jax.dtypes.canonicalize_dtype(jnp.float64) == np.float64:
+        return jnp.float64
+    raise ValueError(
+        f"counts above 2^24 = {FLOAT32_EXACT_COUNT} cannot be held exactly in float32 (the largest is "
+        f"{largest:.0f}; 2^24 + 1 would become 2^24). Fit them in float64: call both make_data and the fit "
+        "inside `with jax.enable_x64(True):`, and make_data keeps float64 for such counts."
+    )
+
+
+def _warn_unless_log_scale(offsets: np.ndarray) -> None:
+    """Warns (`OffsetScaleWarning`) when an offset is above `LOG_OFFSET_LIMIT`."""
+    largest = float(offsets.max())
+    if largest > LOG_OFFSET_LIMIT:
+        warnings.warn(
+            f"offsets must be on the log scale, but the largest is {largest:.4g} > {LOG_OFFSET_LIMIT:g}, "
+            f"and exp({LOG_OFFSET_LIMIT:g}) is about 5e21: these look like raw library sizes, not their logs. "
+            "Pass log(library size).",
+            OffsetScaleWarning,
+            stacklevel=3,
+        )
+
+
 def make_data(counts, offsets=None, covariates=None) -> PLNData:
     """Validates raw arrays and returns them as a `PLNData`.
+
+    Two checks guard against inputs that would mislead silently:
+    - counts above 2^24 (`FLOAT32_EXACT_COUNT`), which float32 would round, are refused with a
+      `ValueError` unless float64 is enabled (`with jax.enable_x64(True):` around this call and
+      the fit); then the data are float64.
+    - an offset above `LOG_OFFSET_LIMIT` (50) warns (`OffsetScaleWarning`): no log library
+      size is that large, so they are raw sizes. Its blind spot: offsets that are not logged but
+      small, such as size factors (about 0.1 to 10) or library sizes divided by 1000, look
+      exactly like logs and pass without a word; only the caller knows their scale.
 
     Args:
         counts: `(n_samples, n_species)` non-negative, integer-valued, finite counts.
@@ -107,12 +161,12 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
             omitted.
 
     Returns:
-        A `PLNData` of float32 JAX arrays.
+        A `PLNData` of float32 JAX arrays (float64 for counts above 2^24, as above).
 
     Raises:
         TypeError: an input is not a real numeric array.
-        ValueError: negative, non-integer or non-finite counts, non-finite offsets or
-            covariates, or shapes that do not match.
+        ValueError: negative, non-integer or non-finite counts, counts above 2^24 in float32,
+            non-finite offsets or covariates, or shapes that do not match.
     """
     counts = _as_float_matrix("counts", counts)
     _check_finite("counts", counts)
@@ -139,6 +193,7 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
             f"offsets must have the shape of counts {counts.shape}, got {offsets.shape}."
         )
     _check_finite("offsets", offsets)
+    _warn_unless_log_scale(offsets)
 
     if covariates is None:
         covariates = np.ones((n_samples, 1))
@@ -152,10 +207,11 @@ def make_data(counts, offsets=None, covariates=None) -> PLNData:
             f"{rank}: drop a column (with an intercept, code a factor with one column fewer than its levels)."
         )
 
+    dtype = _float_dtype(counts)
     return PLNData(
-        counts=jnp.asarray(counts, dtype=jnp.float32),
-        offsets=jnp.asarray(offsets, dtype=jnp.float32),
-        covariates=jnp.asarray(covariates, dtype=jnp.float32),
+        counts=jnp.asarray(counts, dtype=dtype),
+        offsets=jnp.asarray(offsets, dtype=dtype),
+        covariates=jnp.asarray(covariates, dtype=dtype),
     )
 
 

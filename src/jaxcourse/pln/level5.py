@@ -23,7 +23,14 @@ from ._data import PLNData
 from ._model import Variational
 from .convergence import DEFAULT_TOL, check_monitor_every, check_tol, run_loop
 from .profiled import Problem, check_kernel, prepare
-from .separation import Separation, find_separation, no_separation, push_to_limit, warn_separation
+from .separation import (
+    Separation,
+    find_separation,
+    mark_separated,
+    no_separation,
+    push_to_limit,
+    warn_separation,
+)
 
 RPROP = rprop(0.1, step_sizes=(1e-10, 50.0))
 """Level 5's default optimizer: torch-exact Rprop on (M, S), pyPLNmodels' step bounds, a
@@ -65,17 +72,18 @@ def fit_compiled(
 
 def prepare_checked(
     data: PLNData, separation_limit: bool, *, stacklevel: int = 4
-) -> tuple[Problem, Separation]:
+) -> tuple[Problem, Separation, Separation]:
     """`prepare(data)`, after looking for quasi-separation: warns if there is any
     (`SeparationWarning`) and, with `separation_limit`, holds those rates at 0 (see `fit`).
 
     Returns:
-        The prepared problem, and the separation it holds (none without `separation_limit`).
+        The prepared problem, the separation it holds (none without `separation_limit`), and
+        the separation found (which marks the result's coefficients either way).
     """
     found = find_separation(data)
     warn_separation(data, found, stacklevel=stacklevel)
     held = found if separation_limit else no_separation(data)
-    return prepare(data, held.mask if held.any else None), held
+    return prepare(data, held.mask if held.any else None), held, found
 
 
 def check_level_options(tol, monitor_every, blas_threads) -> None:
@@ -155,7 +163,9 @@ def fit(
         A `FitResult`: `elbo_trace[k]` is the ELBO at the k-th iterate, before step k (NaN
         where it was not computed), and entries from `n_steps` on repeat the ELBO of the
         returned parameters; `variational` is the last iterate and `params` its closed-form
-        B and Sigma; `status` says whether it converged, hit `n_iter` or diverged. A fit that
+        B and Sigma; `status` says whether it converged, hit `n_iter` or diverged; `separated`
+        marks the coefficients of B that separation sends to +-infinity (with or without
+        `separation_limit`), and `coef` is B with NaN there. A fit that
         diverges warns (`FitDivergedWarning`) and returns its last iterate with a finite ELBO.
     """
     check_fit_arguments(
@@ -166,7 +176,7 @@ def fit(
     check_kernel(kernel)
     start = init_variational(data) if start is None else start
     check_start(data, start)
-    problem, held = prepare_checked(data, separation_limit)
+    problem, held, found = prepare_checked(data, separation_limit)
     traced_tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
     options = dict(
         n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), kernel=kernel
@@ -178,4 +188,5 @@ def fit(
             blas_threads, fit_compiled, problem, start, traced_tol, step_limit, **options
         )
 
-    return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    result = push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    return mark_separated(result, found)

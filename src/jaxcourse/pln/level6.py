@@ -47,7 +47,9 @@ from .level5 import (
 from .profiled import prepare, problem_layout
 from .separation import (
     SeparationWarning,
+    coefficient_mask,
     find_separation,
+    mark_separated,
     no_separation,
     push_to_limit,
     separation_message,
@@ -114,7 +116,7 @@ def fit(
     mesh = sample_mesh() if mesh is None else mesh
     check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    problem, held = prepare_checked(data, separation_limit)
+    problem, held, found = prepare_checked(data, separation_limit)
     problem = jax.device_put(problem, problem_layout(rows, replicated))
     variational = jax.device_put(init_variational(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
@@ -126,7 +128,8 @@ def fit(
             blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options
         )
 
-    return push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    result = push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    return mark_separated(result, found)
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
@@ -234,7 +237,7 @@ def fit_many(
         if keys is None:
             raise TypeError("fit_many on one data set needs keys= (one restart per key).")
         check_fit_arguments(data, n_iter, warn_on_separation=False)
-        problem, held = prepare_checked(data, separation_limit, stacklevel=3)
+        problem, held, found = prepare_checked(data, separation_limit, stacklevel=3)
         starts = random_starts(data, keys, scale=scale)
         batched_problem = False
         dtype = data.counts.dtype
@@ -249,7 +252,7 @@ def fit_many(
         shapes = {jax.tree.map(jnp.shape, d) for d in datasets}
         if len(shapes) != 1:
             raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
-        problems, helds = prepare_many(datasets, separation_limit)
+        problems, helds, founds = prepare_many(datasets, separation_limit)
         problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *problems)
         starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(init_variational, datasets))
         batched_problem = True
@@ -263,22 +266,34 @@ def fit_many(
     n_fits = jax.tree.leaves(starts)[0].shape[0]
     results = report_divergences(run(jnp.full((n_fits,), n_iter, jnp.int32)), run)
     if isinstance(data, PLNData):  # restarts on one data set
-        return push_each_to_limit(results, [data.offsets] * n_fits, [held] * n_fits)
-    return push_each_to_limit(results, [d.offsets for d in datasets], helds)
+        return push_each_to_limit(
+            results, [data.offsets] * n_fits, [held] * n_fits, [found] * n_fits
+        )
+    return push_each_to_limit(results, [d.offsets for d in datasets], helds, founds)
 
 
-def push_each_to_limit(results: FitResult, offsets: list, helds: list) -> FitResult:
+def push_each_to_limit(
+    results: FitResult, offsets: list, helds: list, founds: list | None = None
+) -> FitResult:
     """`separation.push_to_limit` for each fit of a batch (fit i with `offsets[i]` and
-    `helds[i]`); the results as they are when no fit held any rate at 0."""
-    if not any(held.any for held in helds):
-        return results
-    fits = [push_to_limit(fit_at(results, i), o, h) for i, (o, h) in enumerate(zip(offsets, helds))]
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
+    `helds[i]`), and `separated` set to each fit's `coefficient_mask(founds[i])` stacked
+    (`founds` defaults to `helds`)."""
+    founds = helds if founds is None else founds
+    marks = np.stack([coefficient_mask(found) for found in founds])
+    if any(held.any for held in helds):
+        fits = [
+            push_to_limit(fit_at(results, i), o, h) for i, (o, h) in enumerate(zip(offsets, helds))
+        ]
+        results = jax.tree.map(lambda *leaves: jnp.stack(leaves), *fits)
+    return results._replace(separated=marks)
 
 
-def prepare_many(datasets: list[PLNData], separation_limit: bool) -> tuple[list, list]:
+def prepare_many(datasets: list[PLNData], separation_limit: bool) -> tuple[list, list, list]:
     """`prepare` for each data set, with one `SeparationWarning` for all those that have
-    quasi-separation (and, with `separation_limit`, their rates held at 0 as in `level5.fit`)."""
+    quasi-separation (and, with `separation_limit`, their rates held at 0 as in `level5.fit`).
+
+    Returns:
+        The prepared problems, the separations they hold, and the separations found."""
     found = [find_separation(dataset) for dataset in datasets]
     separated = [index for index, separation in enumerate(found) if separation.any]
     if separated:
@@ -293,6 +308,7 @@ def prepare_many(datasets: list[PLNData], separation_limit: bool) -> tuple[list,
         separation if separation_limit else no_separation(dataset)
         for dataset, separation in zip(datasets, found)
     ]
-    return [
+    problems = [
         prepare(dataset, held.mask if held.any else None) for dataset, held in zip(datasets, helds)
-    ], helds
+    ]
+    return problems, helds, found

@@ -93,7 +93,7 @@ def fit_restarts(
             "use a number of keys that is a multiple of it."
         )
     samples, replicated = NamedSharding(mesh, P(DATA)), NamedSharding(mesh, P())
-    problem, held = prepare_checked(data, True, stacklevel=3)
+    problem, held, found = prepare_checked(data, True, stacklevel=3)
     problem = jax.device_put(problem, problem_layout(samples, replicated))
     starts = jax.device_put(
         random_starts(data, keys, scale=scale), NamedSharding(mesh, P(MODEL, DATA))
@@ -108,4 +108,6 @@ def fit_restarts(
         )
 
     results = report_divergences(run(jnp.full((len(keys),), n_iter, jnp.int32)), run)
-    return push_each_to_limit(results, [data.offsets] * len(keys), [held] * len(keys))
+    return push_each_to_limit(
+        results, [data.offsets] * len(keys), [held] * len(keys), [found] * len(keys)
+    )

@@ -147,6 +147,29 @@ def find_separation(data: PLNData) -> Separation:
     )
 
 
+COEF_TOLERANCE = 1e-7
+"""An entry of a separating direction b above this (in absolute value; b's entries are of order 1)
+marks its coefficient as one that separation sends to +-infinity (`coefficient_mask`)."""
+
+
+def coefficient_mask(separation: Separation) -> np.ndarray:
+    """`(n_covariates, n_species)` bool: True on the coefficients of B that quasi-separation sends
+    to +infinity or -infinity, the entries of each separated species' direction b that are not 0.
+
+    Moving B_j along b lowers the rate on the separated samples only, so every coefficient with
+    b_kj != 0 runs off, with the sign of b_kj: down for a level whose samples have only zeros,
+    but up as well, as when a species has only zeros in the reference level (the intercept goes
+    to -infinity and every other level's coefficient to +infinity to keep its rates where it was
+    seen). Coefficients with b_kj = 0 keep finite estimates.
+    """
+    return np.abs(np.asarray(separation.directions)) > COEF_TOLERANCE
+
+
+def mark_separated(result, separation: Separation):
+    """`result` (a `FitResult`) with `separated` set to `coefficient_mask(separation)`."""
+    return result._replace(separated=coefficient_mask(separation))
+
+
 LOG_RATE_AT_LIMIT = -40.0
 """`push_to_limit` moves each separated rate below exp(-40) (about 4e-18): 0 for the ELBO in float32
 and float64 alike, while the parameters stay finite numbers."""
@@ -159,8 +182,9 @@ def push_to_limit(result, offsets: npt.ArrayLike, separation: Separation):
 
     The residuals M - XB, hence Sigma and the Gaussian part of the ELBO, do not change, and the
     masked Poisson terms become 0 to within exp(-40): the ELBO of the data as given at the
-    returned point equals the limit's. The coefficients along b come out large and negative, as a
-    GLM's do under separation: their size says only "the rate is 0 here"; it is not an estimate.
+    returned point equals the limit's. The coefficients along b come out large, negative or
+    positive with the sign of b, as a GLM's do under separation: their size says only "the rate is
+    0 here"; it is not an estimate (`coefficient_mask` marks them).
 
     Args:
         result: a `FitResult` of a fit with `separation.mask` held at rate 0.
@@ -205,9 +229,10 @@ def separation_message(data: PLNData, separation: Separation, *, at_most: int = 
     covariates = np.asarray(data.covariates, dtype=np.float64)
     lines = [
         f"quasi-separation: {len(separation.species)} species have only zero counts in a group of samples "
-        "that the covariates single out, so their coefficients in B have no finite estimate (the ELBO keeps "
-        "rising as they go to -infinity). Levels 5 and 6 fit that limit (those rates held at 0) and report B "
-        "where those rates are numerically 0: large negative numbers, not estimates. Species (0-based column) and samples:"
+        "that the covariates single out, so some of their coefficients in B have no finite estimate (the ELBO keeps "
+        "rising as they go to +infinity or -infinity, whichever drives those rates to 0). Levels 5 and 6 fit that limit "
+        "(those rates held at 0) and report B where those rates are numerically 0: large numbers of either sign, not "
+        "estimates; the result marks them (FitResult.separated, NaN in FitResult.coef). Species (0-based column) and samples:"
     ]
     for species in separation.species[:at_most]:
         lines.append(
