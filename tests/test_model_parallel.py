@@ -188,6 +188,8 @@ def test_bytes_sent_follow_the_ring_algorithms():
         == 1500
     )
     assert collectives.bytes_sent_per_device("ppermute", 1000, 4) == 1000
+    # all_to_all by direct links: each of the other three pieces sent once, not forwarded.
+    assert collectives.bytes_sent_per_device("all_to_all", 1000, 4) == 750
     with pytest.raises(ValueError, match="unknown collective 'pmax'"):
         collectives.bytes_sent_per_device("pmax", 1000, 4)
     with pytest.raises(ValueError, match="n_devices must be an int of at least 1"):
