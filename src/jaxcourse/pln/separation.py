@@ -158,8 +158,10 @@ def push_to_limit(result, offsets: np.ndarray, separation: Separation):
 
     The residuals M - XB, hence Sigma and the Gaussian part of the ELBO, do not change, and the
     masked Poisson terms become 0 to within exp(-40): the ELBO of the data as given at the
-    returned point equals the limit's. The coefficients along b come out large and negative, as a
-    GLM's do under separation: their size says only "the rate is 0 here"; it is not an estimate.
+    returned point equals the limit's. The coefficients move far along b, as a GLM's do under
+    separation, so they come out large, of either sign (b's entries have both signs when the
+    intercept carries the drift of a level): their size says only "the rate is 0 here"; it is
+    not an estimate.
 
     Args:
         result: a `FitResult` of a fit with `separation.mask` held at rate 0.
@@ -205,8 +207,9 @@ def separation_message(data: PLNData, separation: Separation, *, at_most: int = 
     lines = [
         f"quasi-separation: {len(separation.species)} species have only zero counts in a group of samples "
         "that the covariates single out, so their coefficients in B have no finite estimate (the ELBO keeps "
-        "rising as they go to -infinity). Levels 5 and 6 fit that limit (those rates held at 0) and report B "
-        "where those rates are numerically 0: large negative numbers, not estimates. Species (0-based column) and samples:"
+        "rising as those rates go to 0). Levels 5 and 6 fit that limit (those rates held at 0) and report B "
+        "where those rates are numerically 0: large numbers of either sign (the intercept or another level "
+        "may carry the drift), not estimates. Species (0-based column) and samples:"
     ]
     for species in separation.species[:at_most]:
         lines.append(
