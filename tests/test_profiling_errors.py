@@ -183,6 +183,8 @@ def test_measured_roofs_come_from_the_harness_and_the_cost_analysis():
     assert peak.cost.flops == 2 * 128**3 and peak.rate == peak.cost.flops / peak.seconds
     bandwidth = roofline.measure_bandwidth(2**16, repeat=2)
     assert bandwidth.cost.bytes_accessed >= 4 * 2**16 and bandwidth.rate > 0
+    # The size the chapter also runs its memory-bound kernels at: 128 MB on a CPU, beyond its caches.
+    assert roofline.bandwidth_size() == 2**25
 
 
 def test_pln_iteration_costs():

@@ -143,12 +143,18 @@ def measure_peak_flops(n: int | None = None, *, repeat: int = 10) -> RoofMeasure
     return _best_rate(_matmul, (a, a), lambda c: c.flops, repeat)
 
 
+def bandwidth_size() -> int:
+    """The float32 vector length at which `measure_bandwidth` measures memory: 2^25 (128 MB,
+    more than a CPU's caches hold) on a CPU, 2^28 (1 GB) on a GPU. Place a memory-bound kernel
+    at this size to compare it with that roof: a smaller one may run from the caches."""
+    return by_device(cpu=2**25, accelerator=2**28)
+
+
 def measure_bandwidth(n: int | None = None, *, repeat: int = 10) -> RoofMeasurement:
     """The memory bandwidth of this machine: the sum of `n` float32 numbers (its bytes from the
-    cost analysis, 4 n) timed by `time_call`, best of `repeat`. `n` is 2^25 (128 MB, more
-    than a CPU's caches hold) on a CPU, 2^28 on a GPU. A reduction reads and writes almost
-    nothing else, and allocates no large output."""
-    n = by_device(cpu=2**25, accelerator=2**28) if n is None else n
+    cost analysis, 4 n) timed by `time_call`, best of `repeat`. `n` is `bandwidth_size()` by
+    default. A reduction reads and writes almost nothing else, and allocates no large output."""
+    n = bandwidth_size() if n is None else n
     x = jnp.ones((n,), jnp.float32)
     return _best_rate(_total, (x,), lambda c: c.bytes_accessed, repeat)
 
