@@ -152,15 +152,19 @@ def test_a_matmul_costs_two_n_cubed_flops_and_three_matrices_of_bytes():
 
 
 def test_a_loop_is_counted_once_and_loop_body_cost_counts_one_iteration():
-    def repeated_products(x, n_steps):
-        return jax.lax.fori_loop(0, n_steps, lambda i, x: jnp.tanh(x @ x), x)
+    def repeated_products(x, n_steps, unroll=1):
+        return jax.lax.fori_loop(0, n_steps, lambda i, x: jnp.tanh(x @ x), x, unroll=unroll)
 
     ten, thousand = (
         roofline.cost_of(partial(repeated_products, n_steps=n), SQUARE) for n in (10, 1_000)
     )
-    assert ten == thousand
-    body = roofline.loop_body_cost(partial(repeated_products, n_steps=10), SQUARE)
-    assert body.flops == 2 * 256**3 and body.transcendentals == 256**2
+    assert ten == thousand and ten.flops == 2 * 256**3
+    # The compiled body is what is counted: unrolled by 4, it holds 4 iterations.
+    unrolled = partial(repeated_products, n_steps=1_000, unroll=4)
+    assert roofline.cost_of(unrolled, SQUARE).flops == 4 * 2 * 256**3
+    for fn in (partial(repeated_products, n_steps=10), unrolled):
+        body = roofline.loop_body_cost(fn, SQUARE)
+        assert body.flops == 2 * 256**3 and body.transcendentals == 256**2
     with pytest.raises(ValueError, match="found no lax.while_loop or lax.scan"):
         roofline.loop_body_cost(jnp.sin, SQUARE)
 

@@ -25,7 +25,8 @@ class Cost(NamedTuple):
             that stay inside one fused loop are not counted; each input and output of a
             fusion is.
 
-    A `while` loop's body is counted once, whatever the trip count.
+    A loop's compiled body is counted once, whatever the trip count: one iteration for a
+    rolled loop, `k` for one unrolled by `k` (`unroll=k`).
     """
 
     flops: float
@@ -182,8 +183,9 @@ def loop_body_cost(fn: Callable, *args) -> Cost:
     """The `Cost` of one iteration of the outermost `lax.while_loop` or `lax.scan` that
     `fn(*args)` runs: its body, taken out of the traced program and compiled on its own.
 
-    `compiled.cost_analysis()` of the whole program counts a loop's body once and adds the
-    work before and after the loop; this is the body alone, the cost of one iteration.
+    `compiled.cost_analysis()` of the whole program counts a loop's compiled body once (as
+    many iterations as it was unrolled by) and adds the work before and after the loop; this
+    is the traced body alone, before any unrolling: the cost of one iteration.
 
     Raises:
         ValueError: `fn` runs no `while_loop` or `scan`.
