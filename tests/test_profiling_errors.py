@@ -214,9 +214,12 @@ def test_donation_turns_the_output_into_an_alias():
     assert memory.memory_of(lambda x: x * 2 + 1, x) == memory.MemoryFigures(
         4_000_000, 4_000_000, 0, 0
     )
-    assert memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0) == memory.MemoryFigures(
-        4_000_000, 4_000_000, 0, 4_000_000
-    )
+    donated = memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0)
+    assert donated == memory.MemoryFigures(4_000_000, 4_000_000, 0, 4_000_000)
+    # The output is still reported, in the argument's buffer: the footprint counts it once.
+    assert memory.memory_of(lambda x: x * 2 + 1, x).footprint_bytes == 8_000_000
+    assert donated.footprint_bytes == 4_000_000
+    assert memory.MemoryFigures(1, 2, 3, 0).footprint_bytes == 6
 
 
 @pytest.mark.parametrize("steps, temp_bytes", [(25, 3_450_096), (50, 6_765_296), (100, 13_395_696)])
