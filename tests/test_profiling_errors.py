@@ -265,6 +265,36 @@ def test_checkpointing_a_narrow_body_saves_nothing():
     assert temps[1] >= temps[0]
 
 
+def test_checkpointing_blocks_of_steps_grows_with_the_square_root_of_the_steps():
+    """profiling.qmd's box: a checkpointed body still keeps one carry per step (temporaries
+    proportional to T); checkpointed blocks of sqrt(T) steps keep about 2 sqrt(T) carries."""
+
+    def narrow_body(x, w):
+        return jnp.tanh(x + w), None
+
+    def plain_loss(x0, ws):
+        return jnp.sum(jax.lax.scan(narrow_body, x0, ws)[0] ** 2)
+
+    def blocked_loss(x0, ws, n_blocks):
+        one_block = jax.checkpoint(
+            lambda x, ws_block: jax.lax.scan(narrow_body, x, ws_block),
+            policy=jax.checkpoint_policies.nothing_saveable,
+        )
+        return jnp.sum(jax.lax.scan(one_block, x0, ws.reshape(n_blocks, -1))[0] ** 2)
+
+    x0 = jnp.linspace(-1.0, 1.0, 256)
+    temps = {}
+    for n_steps in (100, 1_600):
+        ws = jnp.linspace(0.0, 1.0, n_steps)
+        blocked = jax.grad(partial(blocked_loss, n_blocks=int(n_steps**0.5)), argnums=1)
+        plain = jax.grad(plain_loss, argnums=1)
+        temps[n_steps] = [memory.memory_of(fn, x0, ws).temp_bytes for fn in (plain, blocked)]
+        assert jnp.allclose(plain(x0, ws), blocked(x0, ws), rtol=1e-5, atol=1e-6)
+    plain_growth, blocked_growth = (temps[1_600][i] / temps[100][i] for i in (0, 1))
+    assert plain_growth > 15 and blocked_growth < 5
+    assert temps[1_600][1] < temps[1_600][0] / 10
+
+
 # The persistent compilation cache ---------------------------------------------------------------------
 
 
