@@ -123,3 +123,27 @@ def test_a_sum_over_a_static_range_is_folded_to_a_constant():
     assert "fusion" in entry_opcodes(
         lambda x: jnp.sum(x * x), jnp.ones(1000)
     )  # a sum of data is real work
+
+
+@pytest.mark.parametrize("n_arrays", [1, 5, 6, 12])
+def test_one_all_reduce_of_many_arrays_is_counted_once_with_all_its_bytes(n_arrays):
+    """A psum of a tuple compiles to one all-reduce whose result type is a tuple; XLA marks
+    every fifth element of a tuple type with `/*index=5*/`, which must not hide the instruction."""
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from jaxcourse.hlo import collective_counts, collectives
+
+    mesh = jax.make_mesh((4,), ("i",))
+    sums = jax.shard_map(
+        lambda *blocks: jax.lax.psum(blocks, "i"),
+        mesh=mesh,
+        in_specs=P("i"),
+        out_specs=P(),
+        check_vma=False,
+    )
+    arrays = [
+        jax.device_put(jnp.ones((8, 3)), NamedSharding(mesh, P("i"))) for _ in range(n_arrays)
+    ]
+    assert collectives(sums, *arrays) == [("all-reduce", n_arrays * 2 * 3 * 4)]
+    assert collective_counts(sums, *arrays)["all-reduce"] == 1

@@ -106,6 +106,34 @@ def test_collective_counts_in_the_compiled_step(mesh, problem, name, style):
     assert counts["collective-permute"] == counts["all-to-all"] == 0
 
 
+@pytest.mark.parametrize("name", ["tensor parallel", "FSDP + tensor parallel"])
+@pytest.mark.parametrize("style", ["jit", "shard_map"])
+def test_a_layer_before_the_tensor_parallel_block_adds_one_all_reduce(mesh, problem, name, style):
+    """The chapter's tensor-parallel backward pass needs no all-reduce only because the block's
+    input is data. With a trainable layer before it, the input's gradient is a partial sum over
+    `model`: 2 all-reduces become 3, the new one the size of one device's block of x. The
+    deeper gradient still equals the single-device one."""
+    plan = mp.PLANS[name]
+    placed, _, x_rows, y_rows = _sharded(mesh, problem, plan)
+    params, x, y, _ = problem
+    front = jnp.eye(x.shape[1]) * 0.5
+    loss = partial(mp.sharded_loss, plan=plan) if style == "jit" else mp.shard_map_loss(plan, mesh)
+    deeper = mp.with_layer_before(loss)
+    with jax.set_mesh(mesh):
+        front_placed = jax.device_put(front, NamedSharding(mesh, P()))
+        shallow = hlo.collectives(jax.value_and_grad(loss), placed, x_rows, y_rows)
+        deep = hlo.collectives(jax.value_and_grad(deeper), (front_placed, placed), x_rows, y_rows)
+        deep_gradient = jax.jit(jax.grad(deeper))((front_placed, placed), x_rows, y_rows)
+    all_reduces = [[size for op, size in found if op == "all-reduce"] for found in (shallow, deep)]
+    assert [len(sizes) for sizes in all_reduces] == [2, 3]
+    x_block_bytes = x.size // mesh.shape[meshes.DATA] * x.dtype.itemsize
+    assert x_block_bytes in set(all_reduces[1]) - set(all_reduces[0])
+    expected = jax.grad(mp.with_layer_before(lambda p, x, y: mp.mse(mp.mlp(p, x), y)))(
+        (front, params), x, y
+    )
+    assert max_abs_difference(deep_gradient, expected) < 1e-5
+
+
 def test_check_sizes_names_what_does_not_split(mesh):
     with pytest.raises(
         ValueError, match="5 hidden units do not split evenly over the 2 devices of 'model'"
@@ -160,6 +188,8 @@ def test_bytes_sent_follow_the_ring_algorithms():
         == 1500
     )
     assert collectives.bytes_sent_per_device("ppermute", 1000, 4) == 1000
+    # all_to_all by direct links: each of the other three pieces sent once, not forwarded.
+    assert collectives.bytes_sent_per_device("all_to_all", 1000, 4) == 750
     with pytest.raises(ValueError, match="unknown collective 'pmax'"):
         collectives.bytes_sent_per_device("pmax", 1000, 4)
     with pytest.raises(ValueError, match="n_devices must be an int of at least 1"):

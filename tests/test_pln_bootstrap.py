@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from jaxcourse import pln
-from jaxcourse.pln import bootstrap, level6
+from jaxcourse.pln import bootstrap, level5, level6
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
@@ -91,11 +91,16 @@ def test_pyplnmodels_sandwich_is_read_species_first(small):
     assert not np.allclose(sandwich.by_coef, sandwich.as_returned)
 
 
-def test_sandwich_needs_more_samples_than_coefficients(small):
-    """The check comes first: d p = 12 coefficients for 10 samples fail before anything is computed."""
+def test_sandwich_needs_at_least_as_many_samples_as_coefficients(small):
+    """The check comes first: d p = 12 coefficients for 10 samples fail before anything is
+    computed. As in pyPLNmodels, n = d p is enough."""
     data = pln.make_data(np.ones((10, 6)), covariates=np.c_[np.ones(10), np.arange(10.0)])
-    with pytest.raises(ValueError, match="more samples"):
+    with pytest.raises(ValueError, match="at least as many samples"):
         bootstrap.pyplnmodels_sandwich(data, level6.fit_at(small[2].fits, 0))
+    counts = np.asarray(jax.random.poisson(jax.random.key(4), 3.0, (12, 6)), dtype=np.float64)
+    data = pln.make_data(counts, covariates=np.c_[np.ones(12), np.linspace(-1.0, 1.0, 12)])
+    sandwich = bootstrap.pyplnmodels_sandwich(data, level5.fit(data, N_ITER))
+    assert sandwich.by_coef.shape == (2, 6) and np.isfinite(sandwich.by_coef).all()
 
 
 def test_bad_input_errors(small):

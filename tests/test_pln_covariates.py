@@ -83,7 +83,11 @@ def test_the_tree_design_separates_13_species_and_group_pairs(oaks_tree):
         for j in species:
             assert found.mask[group, j].all()
     assert not (found.mask & (counts > 0)).any()
-    assert "9 species" in separation_message(oaks_tree, found)
+    # Each direction lowers the rate on its masked samples and changes it nowhere else.
+    assert (found.slopes[found.mask] < 0).all()
+    np.testing.assert_allclose(found.slopes[~found.mask], 0.0, atol=1e-6)
+    message = separation_message(oaks_tree, found)
+    assert "9 species" in message and "of either sign" in message and "negative" not in message
 
 
 def test_no_separation_without_a_group_of_zeros(oaks_dist):
@@ -98,6 +102,16 @@ def test_a_continuous_covariate_alone_does_not_separate():
     counts = np.ones((20, 2))
     counts[x < 0, 1] = 0
     assert not find_separation(pln.make_data(counts, covariates=np.c_[np.ones(20), x])).any
+
+
+def test_a_direction_that_raises_a_zero_samples_rate_does_not_separate():
+    """Haberman's condition needs x_i'b <= 0 on every zero sample, not only < 0 on some. Seen only
+    at x = 0, zero at x = -1 and x = +1: b = (0, t) keeps the seen rates and lowers one side, but
+    raises the other, so the estimate is finite."""
+    x = np.array([-1.0, -1.0, 0.0, 0.0, 1.0, 1.0])
+    counts = np.ones((6, 2))
+    counts[x != 0, 1] = 0
+    assert not find_separation(pln.make_data(counts, covariates=np.c_[np.ones(6), x])).any
 
 
 def test_a_factor_beside_a_continuous_covariate_separates_its_group():
@@ -136,9 +150,11 @@ def test_every_optimizer_warns_and_converges_on_the_tree_design(oaks_tree, name)
     assert (
         abs(final - float(result.elbo_trace[-1])) < 0.05
     )  # the pushed point's ELBO is the limit's
-    assert (
-        float(result.params.coef.min()) < -20
-    )  # separated coefficients: large and negative, as in a GLM
+    # Separated coefficients are large, as in a GLM, and of either sign: species 69 is absent
+    # from the reference level, so the intercept drifts down and the other two levels up.
+    separated = np.asarray(result.params.coef)[:, list(find_separation(oaks_tree).species)]
+    assert separated.min() < -20 and separated.max() > 20
+    assert np.asarray(result.params.coef)[1:, 69].min() > 20
 
 
 def test_newton_momentum_needs_at_most_twice_its_intercept_only_steps(oaks_tree):

@@ -152,15 +152,19 @@ def test_a_matmul_costs_two_n_cubed_flops_and_three_matrices_of_bytes():
 
 
 def test_a_loop_is_counted_once_and_loop_body_cost_counts_one_iteration():
-    def repeated_products(x, n_steps):
-        return jax.lax.fori_loop(0, n_steps, lambda i, x: jnp.tanh(x @ x), x)
+    def repeated_products(x, n_steps, unroll=1):
+        return jax.lax.fori_loop(0, n_steps, lambda i, x: jnp.tanh(x @ x), x, unroll=unroll)
 
     ten, thousand = (
         roofline.cost_of(partial(repeated_products, n_steps=n), SQUARE) for n in (10, 1_000)
     )
-    assert ten == thousand
-    body = roofline.loop_body_cost(partial(repeated_products, n_steps=10), SQUARE)
-    assert body.flops == 2 * 256**3 and body.transcendentals == 256**2
+    assert ten == thousand and ten.flops == 2 * 256**3
+    # The compiled body is what is counted: unrolled by 4, it holds 4 iterations.
+    unrolled = partial(repeated_products, n_steps=1_000, unroll=4)
+    assert roofline.cost_of(unrolled, SQUARE).flops == 4 * 2 * 256**3
+    for fn in (partial(repeated_products, n_steps=10), unrolled):
+        body = roofline.loop_body_cost(fn, SQUARE)
+        assert body.flops == 2 * 256**3 and body.transcendentals == 256**2
     with pytest.raises(ValueError, match="found no lax.while_loop or lax.scan"):
         roofline.loop_body_cost(jnp.sin, SQUARE)
 
@@ -183,6 +187,8 @@ def test_measured_roofs_come_from_the_harness_and_the_cost_analysis():
     assert peak.cost.flops == 2 * 128**3 and peak.rate == peak.cost.flops / peak.seconds
     bandwidth = roofline.measure_bandwidth(2**16, repeat=2)
     assert bandwidth.cost.bytes_accessed >= 4 * 2**16 and bandwidth.rate > 0
+    # The size the chapter also runs its memory-bound kernels at: 128 MB on a CPU, beyond its caches.
+    assert roofline.bandwidth_size() == 2**25
 
 
 def test_pln_iteration_costs():
@@ -208,9 +214,12 @@ def test_donation_turns_the_output_into_an_alias():
     assert memory.memory_of(lambda x: x * 2 + 1, x) == memory.MemoryFigures(
         4_000_000, 4_000_000, 0, 0
     )
-    assert memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0) == memory.MemoryFigures(
-        4_000_000, 4_000_000, 0, 4_000_000
-    )
+    donated = memory.memory_of(lambda x: x * 2 + 1, x, donate_argnums=0)
+    assert donated == memory.MemoryFigures(4_000_000, 4_000_000, 0, 4_000_000)
+    # The output is still reported, in the argument's buffer: the footprint counts it once.
+    assert memory.memory_of(lambda x: x * 2 + 1, x).footprint_bytes == 8_000_000
+    assert donated.footprint_bytes == 4_000_000
+    assert memory.MemoryFigures(1, 2, 3, 0).footprint_bytes == 6
 
 
 @pytest.mark.parametrize("steps, temp_bytes", [(25, 3_450_096), (50, 6_765_296), (100, 13_395_696)])
@@ -254,6 +263,36 @@ def test_checkpointing_a_narrow_body_saves_nothing():
         )
     ]
     assert temps[1] >= temps[0]
+
+
+def test_checkpointing_blocks_of_steps_grows_with_the_square_root_of_the_steps():
+    """profiling.qmd's box: a checkpointed body still keeps one carry per step (temporaries
+    proportional to T); checkpointed blocks of sqrt(T) steps keep about 2 sqrt(T) carries."""
+
+    def narrow_body(x, w):
+        return jnp.tanh(x + w), None
+
+    def plain_loss(x0, ws):
+        return jnp.sum(jax.lax.scan(narrow_body, x0, ws)[0] ** 2)
+
+    def blocked_loss(x0, ws, n_blocks):
+        one_block = jax.checkpoint(
+            lambda x, ws_block: jax.lax.scan(narrow_body, x, ws_block),
+            policy=jax.checkpoint_policies.nothing_saveable,
+        )
+        return jnp.sum(jax.lax.scan(one_block, x0, ws.reshape(n_blocks, -1))[0] ** 2)
+
+    x0 = jnp.linspace(-1.0, 1.0, 256)
+    temps = {}
+    for n_steps in (100, 1_600):
+        ws = jnp.linspace(0.0, 1.0, n_steps)
+        blocked = jax.grad(partial(blocked_loss, n_blocks=int(n_steps**0.5)), argnums=1)
+        plain = jax.grad(plain_loss, argnums=1)
+        temps[n_steps] = [memory.memory_of(fn, x0, ws).temp_bytes for fn in (plain, blocked)]
+        assert jnp.allclose(plain(x0, ws), blocked(x0, ws), rtol=1e-5, atol=1e-6)
+    plain_growth, blocked_growth = (temps[1_600][i] / temps[100][i] for i in (0, 1))
+    assert plain_growth > 15 and blocked_growth < 5
+    assert temps[1_600][1] < temps[1_600][0] / 10
 
 
 # The persistent compilation cache ---------------------------------------------------------------------

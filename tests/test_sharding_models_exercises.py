@@ -51,7 +51,11 @@ def test_psum_from_pieces_stub_is_not_yet(mesh):
     [
         (lambda block: lax.psum(block, "data"), "calls lax.psum"),
         (lambda block: lax.psum_scatter(block, "data", tiled=True), "should be one array of shape"),
-        (lambda block: jnp.sum(lax.all_gather(block, "data"), axis=0), "without lax.psum_scatter"),
+        (
+            lambda block: jnp.sum(lax.all_gather(block, "data"), axis=0),
+            "without lax.psum_scatter: gathering every full block and adding them sends n - 1 "
+            "whole blocks per device, n/2 times",
+        ),
         (
             lambda block: lax.all_gather(block, "data", tiled=True)[: block.shape[0]],
             "does not hold the sum",

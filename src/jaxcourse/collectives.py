@@ -25,13 +25,16 @@ _SENT_PER_BLOCK = {
     "all_gather": lambda n: n - 1,  # its own block to each of the others, by a ring
     "psum_scatter": lambda n: (n - 1) / n,  # all but the 1/n of the result it keeps
     "ppermute": lambda n: 1,  # the whole block, to one neighbour
-    "all_to_all": lambda n: (n - 1) / n,  # one piece to each of the others
+    # One piece straight to each of the others (a switch, not a ring: on a one-way ring the
+    # pieces are forwarded, k hops for the k-th, (n - 1) / 2 blocks per device).
+    "all_to_all": lambda n: (n - 1) / n,
 }
 
 
 def bytes_sent_per_device(collective: str, block_bytes: int, n_devices: int) -> float:
     """The bytes one device sends in `collective` over `n_devices` devices, by the usual ring
-    algorithms, when each device's input block holds `block_bytes` bytes.
+    algorithms, when each device's input block holds `block_bytes` bytes; `all_to_all` by
+    direct links instead (each piece sent once, to its destination, as through a switch).
 
     `psum` sends twice what `psum_scatter` sends: it is a `psum_scatter` followed by an
     `all_gather` of the scattered pieces. The estimate counts data, not latency: on real

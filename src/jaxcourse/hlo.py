@@ -154,7 +154,10 @@ COLLECTIVE_OPCODES = (
 """The HLO instructions that move data between devices (`collectives.HLO_NAMES` maps `lax` to them)."""
 
 _COLLECTIVE = re.compile(
-    r"=\s*(?P<shape>\([^=]*?\)|[a-z]+\d*\[[\d,]*\]\S*)\s+"
+    # A tuple result type, nested one level in an asynchronous start, marks every fifth
+    # element with a comment, `/*index=5*/`.
+    r"=\s*(?P<shape>\((?:[^=()]|/\*index=\d+\*/|\((?:[^=()]|/\*index=\d+\*/)*\))*\)"
+    r"|[a-z]+\d*\[[\d,]*\]\S*)\s+"
     r"(?P<opcode>all-reduce|all-gather|reduce-scatter|collective-permute|all-to-all)(?:-start)?\("
 )
 _ARRAY_TYPE = re.compile(r"(?P<dtype>[a-z]+)(?P<bits>\d+)\[(?P<dims>[\d,]*)\]")

@@ -30,6 +30,12 @@ class MemoryFigures(NamedTuple):
     temp_bytes: int
     alias_bytes: int
 
+    @property
+    def footprint_bytes(self) -> int:
+        """What the program holds in all: arguments + outputs - aliases + temporaries. An
+        aliased output lives in its argument's buffer, so it is counted once, not twice."""
+        return self.argument_bytes + self.output_bytes - self.alias_bytes + self.temp_bytes
+
 
 def require_compiled(program, what: str = "this function") -> jax.stages.Compiled:
     """Returns `program` if it is a compiled program (`jax.stages.Compiled`); raises otherwise.

@@ -176,13 +176,18 @@ def sharded_mlp(params: MLP, x: jax.Array, plan: Plan) -> jax.Array:
     return jnp.matmul(hidden, weights, out_sharding=P(DATA, None)) + params.output.bias
 
 
+def sharded_loss(params: MLP, x: jax.Array, y: jax.Array, *, plan: Plan) -> jax.Array:
+    """The global loss of `sharded_mlp` (under `jax.set_mesh(mesh)`), replicated."""
+    return mse(sharded_mlp(params, x, plan), y)
+
+
 @partial(jax.jit, static_argnames=("plan", "optimizer"))
 def sharded_step(
     params: MLP, opt_state, x: jax.Array, y: jax.Array, *, plan: Plan, optimizer=OPTIMIZER
 ):
     """`train_step` on sharded arrays (under `jax.set_mesh(mesh)`), the model as `sharded_mlp`.
     The gradients, the optimizer state and the new parameters keep `stored_specs(plan)`."""
-    loss, grads = jax.value_and_grad(lambda p: mse(sharded_mlp(p, x, plan), y))(params)
+    loss, grads = jax.value_and_grad(partial(sharded_loss, plan=plan))(params, x, y)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
 
@@ -230,6 +235,21 @@ def shard_map_step(params: MLP, opt_state, x, y, *, plan: Plan, mesh: Mesh, opti
     loss, grads = jax.value_and_grad(shard_map_loss(plan, mesh))(params, x, y)
     updates, opt_state = optimizer.update(grads, opt_state, params)
     return optax.apply_updates(params, updates), opt_state, loss
+
+
+def with_layer_before(loss):
+    """`loss(params, x, y)` behind one more trainable layer: a function of
+    `((front, params), x, y)` that returns `loss(params, tanh(x @ front), y)`, `front` an
+    `(n_in, n_in)` weight (replicated, say). The block's input is then computed from
+    parameters, so the gradient must flow back through it: with tensor parallelism, each
+    device's share of that gradient is a partial sum over its hidden units, one all-reduce more
+    per step."""
+
+    def deeper(front_and_params, x: jax.Array, y: jax.Array) -> jax.Array:
+        front, params = front_and_params
+        return loss(params, jnp.tanh(x @ front), y)
+
+    return deeper
 
 
 def train(step, params, opt_state, x, y, n_steps: int, **options):

@@ -25,7 +25,8 @@ class Cost(NamedTuple):
             that stay inside one fused loop are not counted; each input and output of a
             fusion is.
 
-    A `while` loop's body is counted once, whatever the trip count.
+    A loop's compiled body is counted once, whatever the trip count: one iteration for a
+    rolled loop, `k` for one unrolled by `k` (`unroll=k`).
     """
 
     flops: float
@@ -143,12 +144,18 @@ def measure_peak_flops(n: int | None = None, *, repeat: int = 10) -> RoofMeasure
     return _best_rate(_matmul, (a, a), lambda c: c.flops, repeat)
 
 
+def bandwidth_size() -> int:
+    """The float32 vector length at which `measure_bandwidth` measures memory: 2^25 (128 MB,
+    more than a CPU's caches hold) on a CPU, 2^28 (1 GB) on a GPU. Place a memory-bound kernel
+    at this size to compare it with that roof: a smaller one may run from the caches."""
+    return by_device(cpu=2**25, accelerator=2**28)
+
+
 def measure_bandwidth(n: int | None = None, *, repeat: int = 10) -> RoofMeasurement:
     """The memory bandwidth of this machine: the sum of `n` float32 numbers (its bytes from the
-    cost analysis, 4 n) timed by `time_call`, best of `repeat`. `n` is 2^25 (128 MB, more
-    than a CPU's caches hold) on a CPU, 2^28 on a GPU. A reduction reads and writes almost
-    nothing else, and allocates no large output."""
-    n = by_device(cpu=2**25, accelerator=2**28) if n is None else n
+    cost analysis, 4 n) timed by `time_call`, best of `repeat`. `n` is `bandwidth_size()` by
+    default. A reduction reads and writes almost nothing else, and allocates no large output."""
+    n = bandwidth_size() if n is None else n
     x = jnp.ones((n,), jnp.float32)
     return _best_rate(_total, (x,), lambda c: c.bytes_accessed, repeat)
 
@@ -176,8 +183,9 @@ def loop_body_cost(fn: Callable, *args) -> Cost:
     """The `Cost` of one iteration of the outermost `lax.while_loop` or `lax.scan` that
     `fn(*args)` runs: its body, taken out of the traced program and compiled on its own.
 
-    `compiled.cost_analysis()` of the whole program counts a loop's body once and adds the
-    work before and after the loop; this is the body alone, the cost of one iteration.
+    `compiled.cost_analysis()` of the whole program counts a loop's compiled body once (as
+    many iterations as it was unrolled by) and adds the work before and after the loop; this
+    is the traced body alone, before any unrolling: the cost of one iteration.
 
     Raises:
         ValueError: `fn` runs no `while_loop` or `scan`.

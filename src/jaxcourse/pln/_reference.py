@@ -194,7 +194,8 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     running pyPLNmodels' optimizer.
 
     Raises:
-        ValueError: the sandwich needs more samples than coefficients (n > d p), as in pyPLNmodels.
+        ValueError: the sandwich needs at least as many samples as coefficients (n >= d p), as
+            in pyPLNmodels (whose `get_variance_coef` raises when d p > n).
     """
     from types import SimpleNamespace
 
@@ -205,7 +206,8 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     n_coef = data.n_covariates * data.n_species
     if n_coef > data.n_samples:
         raise ValueError(
-            f"the sandwich needs more samples ({data.n_samples}) than coefficients d * p = {n_coef}: fit fewer species."
+            f"the sandwich needs at least as many samples ({data.n_samples}) as coefficients d * p = {n_coef}: "
+            "fit fewer species."
         )
 
     def tensor(array):

@@ -2,8 +2,9 @@
 
 In a Poisson GLM, the coefficients of a species have no finite maximum-likelihood estimate when
 some direction b of the coefficients leaves the fitted rate unchanged on every sample where the
-species was seen (x_i'b = 0 where Y_ij > 0) and lowers it on some samples where it was not
-(x_i'b < 0 where Y_ij = 0): the likelihood keeps rising as the coefficients move along b. With a
+species was seen (x_i'b = 0 where Y_ij > 0), raises it on no sample where it was not
+(x_i'b <= 0 where Y_ij = 0) and lowers it on some of those (x_i'b < 0): the likelihood keeps
+rising as the coefficients move along b. With a
 factor covariate this is a level (a group of samples) in which the species has only zeros. The
 PLN ELBO inherits it: the latent means M_ij of those samples and the species' coefficients B
 drift to -infinity together, the rates A_ij go to 0, and the ELBO creeps towards a finite
@@ -46,8 +47,8 @@ class Separation(NamedTuple):
             rate goes to 0 at the supremum of the ELBO.
         species: the indices of the separated species, in increasing order.
         directions: `(n_covariates, n_species)` for each species a direction b of its
-            coefficients with x_i'b < 0 exactly on its masked samples and 0 on those where it
-            was seen (zero for species that are not separated).
+            coefficients with x_i'b < 0 exactly on its masked samples and 0 on every other
+            sample, those where it was seen included (zero for species that are not separated).
         slopes: `(n_samples, n_species)` x_i'b for each species' direction b.
     """
 
@@ -182,9 +183,10 @@ def push_to_limit(result, offsets: npt.ArrayLike, separation: Separation):
 
     The residuals M - XB, hence Sigma and the Gaussian part of the ELBO, do not change, and the
     masked Poisson terms become 0 to within exp(-40): the ELBO of the data as given at the
-    returned point equals the limit's. The coefficients along b come out large, negative or
-    positive with the sign of b, as a GLM's do under separation: their size says only "the rate is
-    0 here"; it is not an estimate (`coefficient_mask` marks them).
+    returned point equals the limit's. The coefficients move far along b, as a GLM's do under
+    separation, so they come out large, of either sign (b's entries have both signs when the
+    intercept carries the drift of a level): their size says only "the rate is 0 here"; it is
+    not an estimate (`coefficient_mask` marks them).
 
     Args:
         result: a `FitResult` of a fit with `separation.mask` held at rate 0.
