@@ -213,6 +213,26 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
         raise _learner_failure(error, what, len(args)) from error
 
 
+SIMULATED_COSTS: list[dict[str, float]] = []
+"""Every set of simulated costs drawn by `draw_simulated_costs` in this Python session, in order
+(read by the tests: two checks of one measurement exercise never see the same costs)."""
+
+
+def draw_simulated_costs(**ranges: tuple[float, float]) -> dict[str, float]:
+    """Simulated costs for a measurement exercise, drawn afresh (unseeded) for each check.
+
+    Each keyword names a cost and the (low, high) range it is drawn from uniformly; returns
+    {name: cost}. Drawn afresh, the costs differ from one check to the next, so a constant
+    answer, or one remembered from an earlier check, cannot pass.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng()
+    costs = {name: float(rng.uniform(low, high)) for name, (low, high) in ranges.items()}
+    SIMULATED_COSTS.append(costs)
+    return costs
+
+
 JITTED = " under jax.jit"
 """The label `call_eager_and_jitted` gives the jitted run (the eager run's is "")."""
 
