@@ -189,9 +189,16 @@ def runs_fn_for_its_size(fn, x, peak_flops, bandwidth):
     return "memory" if flops / moved < peak_flops / bandwidth else "compute"
 
 
+def intensity_from_the_rank(fn, x, peak_flops, bandwidth):
+    """Never looks at fn: a matrix 'is' a matmul (n/4 FLOPs per byte), a vector elementwise."""
+    intensity = x.shape[0] / 4 if x.ndim == 2 else 1 / 8
+    return "memory" if intensity < peak_flops / bandwidth else "compute"
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (intensity_from_the_rank, "not on x's shape alone"),
         (ridge_inverted, "follow a ridge of bandwidth / peak_flops"),
         (labels_swapped, "every answer is the opposite of the right one"),
         (always_memory, "you answered 'memory' for every program on every machine"),
