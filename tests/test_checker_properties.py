@@ -159,3 +159,25 @@ def test_simulated_costs_are_fresh_and_no_constant_passes(name, checker, extra_a
         return first[2]
 
     assert not checker(constant, *extra), f"{name} passed a constant answer"
+
+
+def test_call_answer_names_the_argument_an_answer_changed():
+    def sorts_in_place(values, table, weights):
+        values.sort()
+        return len(values)
+
+    with pytest.raises(checks.CheckFailed, match="argument `values` in place"):
+        checks.call_answer(sorts_in_place, [3, 1, 2], {}, np.ones(2))
+
+    def scales_weights(values, table, weights):
+        weights *= 2
+        table["seen"] = True
+
+    with pytest.raises(checks.CheckFailed, match="argument `table` in place.*keys were added"):
+        checks.call_answer(scales_weights, [1], {}, np.ones(2))
+    with pytest.raises(checks.CheckFailed, match="argument `weights` in place.*overwritten"):
+        checks.call_answer(lambda values, table, weights: weights.fill(0), [1], {}, np.ones(2))
+    assert checks.call_answer(lambda values, table, weights: sorted(values), [3, 1], {}, 0) == [
+        1,
+        3,
+    ]
