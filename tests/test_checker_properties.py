@@ -10,7 +10,9 @@ The answers tried are built from the chapter's own reference solution (tests/exe
   that returns a constant (the reference's first result) fails.
 
 A reference that is not a plain function (a class, a jitted function, a custom_jvp) cannot be
-wrapped without changing what it is; for those the test checks that the reference passes.
+wrapped without changing what it is; for those the test checks that the reference passes. Where a
+checker calls the answer only inside a trace, the memorised example is the reference's result on
+arrays of ones of the first call's shapes.
 """
 
 from __future__ import annotations
