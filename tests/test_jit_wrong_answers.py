@@ -288,6 +288,39 @@ def test_time_blocked_wrong_answers(answer, fragment):
     fails_with(check_time_blocked(answer), fragment)
 
 
+def timing_fixed_number(fn, x):
+    """Calls fn twice, as the checker counts, and returns a plausible constant."""
+    fn(x)
+    fn(x)
+    return 0.12
+
+
+def test_time_blocked_a_fixed_number_fails():
+    """The simulated costs are drawn afresh for each check, so no constant is a right timing."""
+    fails_with(check_time_blocked(timing_fixed_number), "it is a fixed number, not a measurement")
+
+
+def test_time_blocked_checks_see_fresh_costs():
+    """Two checks of the reference draw different simulated costs."""
+    from jaxcourse import checks
+
+    before = len(checks.SIMULATED_COSTS)
+    assert check_time_blocked(timing_reference), "the reference failed"
+    assert check_time_blocked(timing_reference), "the reference failed"
+    first, second = (
+        checks.SIMULATED_COSTS[before : before + 2],
+        checks.SIMULATED_COSTS[before + 2 :],
+    )
+    assert len(first) == len(second) == 2 and first != second
+
+
+def timing_reference(fn, x):
+    jax.block_until_ready(fn(x))
+    start = time.perf_counter()
+    jax.block_until_ready(fn(x))
+    return time.perf_counter() - start
+
+
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [

@@ -204,17 +204,17 @@ def test_momentum_update_plain_newton_fails():
     assert not verdict and "carry" in verdict.message
 
 
-# --- exercise 5: a sum that writes to memory, and one that does not ------------------------------
-def through_memory(a, b):
-    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
+# --- exercise 5: a weighted sum that writes to memory, and one that does not ---------------------
+def through_memory(a, b, w):
+    return w @ (a * b)
 
 
-def one_loop(a, b):
-    return jnp.sum(a * b, axis=0)
+def one_loop(a, b, w):
+    return jnp.sum(w[:, None] * a * b, axis=0)
 
 
-def blocks_of_rows(a, b, block_rows=128):
-    x = a * b
+def blocks_of_rows(a, b, w, block_rows=128):
+    x = w[:, None] * a * b
     whole = x.shape[0] // block_rows * block_rows
     blocks = x[:whole].reshape(-1, block_rows, x.shape[1])
     block_sums = jnp.einsum("bri,r->bi", blocks, jnp.ones(block_rows, x.dtype)).sum(axis=0)
@@ -226,12 +226,13 @@ def stub(*args):
 
 
 def test_column_sums_reference_solutions_pass():
-    """The chapter's solution passes all three checkers; so does the package's column_sums as the fused form."""
+    """The chapter's solution passes all three checkers; so does the package's column_sums as
+    the fused form."""
     from jaxcourse.reductions import column_sums
 
     assert exercises.check_sums_through_memory(through_memory)
     assert exercises.check_sums_in_one_loop(one_loop)
-    assert exercises.check_sums_in_one_loop(lambda a, b: column_sums(a * b))
+    assert exercises.check_sums_in_one_loop(lambda a, b, w: column_sums(w[:, None] * a * b))
     assert exercises.check_bytes_saved(lambda n, p, itemsize: 2 * n * p * itemsize)
 
 
@@ -255,32 +256,28 @@ def test_column_sums_stubs_are_not_yet(checker):
 def test_through_memory_fused_form_fails():
     """A plain reduction writes nothing: the hint says how to make the product an instruction's operand."""
     verdict = exercises.check_sums_through_memory(one_loop)
-    assert (
-        not verdict and "writes nothing" in verdict.message and "vector of ones" in verdict.message
-    )
+    assert not verdict and "writes nothing" in verdict.message and "product of w" in verdict.message
 
 
 def test_through_memory_row_sums_fail():
-    """(a * b) @ ones gives one sum per row; the hint says so."""
+    """(a * b) @ w-like vector on the wrong side gives one sum per row; the hint says so."""
     verdict = exercises.check_sums_through_memory(
-        lambda a, b: (a * b) @ jnp.ones(a.shape[1], a.dtype)
+        lambda a, b, w: (w[:, None] * a * b) @ jnp.ones(a.shape[1], a.dtype)
     )
     assert not verdict and "row sums" in verdict.message
 
 
-def test_through_memory_wrong_length_of_ones_fails():
-    """A ones vector with one entry per column does not fit the product; the hint gives its length."""
-    verdict = exercises.check_sums_through_memory(
-        lambda a, b: jnp.ones(a.shape[1], a.dtype) @ (a * b)
-    )
+def test_through_memory_weights_on_the_wrong_axis_fail():
+    """w broadcast along the columns does not fit (n, p); the hint says w has one entry per row."""
+    verdict = exercises.check_sums_through_memory(lambda a, b, w: (w * a) @ b)
     assert not verdict and "one entry per row" in verdict.message
 
 
 def test_through_memory_whole_blocks_only_fails():
     """Blocks that need the rows to be a multiple of 128 fail on 300 rows; the hint says so."""
 
-    def whole_blocks(a, b):
-        blocks = (a * b).reshape(-1, 128, a.shape[1])
+    def whole_blocks(a, b, w):
+        blocks = (w[:, None] * a * b).reshape(-1, 128, a.shape[1])
         return jnp.einsum("bri,r->bi", blocks, jnp.ones(128, a.dtype)).sum(axis=0)
 
     verdict = exercises.check_sums_through_memory(whole_blocks)
@@ -290,7 +287,7 @@ def test_through_memory_whole_blocks_only_fails():
 def test_through_memory_with_numpy_fails_under_jit():
     """A NumPy product works eagerly but not on a tracer; the hint says to use jnp."""
     verdict = exercises.check_sums_through_memory(
-        lambda a, b: np.ones(a.shape[0]) @ (np.asarray(a) * np.asarray(b))
+        lambda a, b, w: np.asarray(w) @ (np.asarray(a) * np.asarray(b))
     )
     assert not verdict and "jnp, not np" in verdict.message
 
@@ -298,18 +295,18 @@ def test_through_memory_with_numpy_fails_under_jit():
 # sums_in_one_loop
 
 
-def test_one_loop_ones_fails():
-    """ones @ (a * b) gives the right numbers but writes a * b: the hint says why."""
+def test_one_loop_dot_fails():
+    """w @ (a * b) gives the right numbers but writes a * b: the hint says why."""
     verdict = exercises.check_sums_in_one_loop(through_memory)
     assert (
         not verdict
         and "writes a * b to memory" in verdict.message
-        and "vector of ones" in verdict.message
+        and "product of w with a matrix" in verdict.message
     )
 
 
 def test_one_loop_blocks_fail():
-    """jax 0.10's blocks give the right numbers but make XLA write a * b rearranged."""
+    """jax 0.10's blocks give the right numbers but make XLA write the product rearranged."""
     verdict = exercises.check_sums_in_one_loop(blocks_of_rows)
     assert not verdict and "blocks of rows" in verdict.message and "rearranged" in verdict.message
 
@@ -317,9 +314,9 @@ def test_one_loop_blocks_fail():
 def test_one_loop_python_loop_fails():
     """Adding the rows in a Python loop is right eagerly, but unrolls under jit; the hint says so."""
 
-    def loop(a, b):
+    def loop(a, b, w):
         sums = jnp.zeros(a.shape[1], a.dtype)
-        for row in a * b:
+        for row in w[:, None] * a * b:
             sums = sums + row
         return sums
 
@@ -328,8 +325,8 @@ def test_one_loop_python_loop_fails():
 
 
 def test_one_loop_sum_of_everything_fails():
-    """jnp.sum(a * b) without an axis is one number; the hint names axis=0."""
-    verdict = exercises.check_sums_in_one_loop(lambda a, b: jnp.sum(a * b))
+    """A sum without an axis is one number; the hint names axis=0."""
+    verdict = exercises.check_sums_in_one_loop(lambda a, b, w: jnp.sum(w[:, None] * a * b))
     assert not verdict and "one number" in verdict.message and "axis=0" in verdict.message
 
 

@@ -272,34 +272,39 @@ def test_momentum_update_wrong_answers_fail(wrong, hint):
     assert hint in verdict.message, verdict.message
 
 
-# Exercise 5: column sums of a * b, through memory and in one loop; the bytes the second saves ------
+# Exercise 5: weighted column sums of a * b, through memory and in one loop; the bytes saved ------
 
 
-def fused_for_memory(a, b):
-    """The plain reduction: XLA fuses the product into it and never writes a * b."""
-    return jnp.sum(a * b, axis=0)
+def fused_for_memory(a, b, w):
+    """The plain reduction: XLA fuses the products into it and never writes a * b."""
+    return jnp.sum(w[:, None] * a * b, axis=0)
 
 
-def row_sums_through_a_dot(a, b):
-    """The product with ones on the wrong side: one sum per row."""
+def row_sums_through_a_dot(a, b, w):
+    """The weights on the wrong side: one sum per row."""
     return (a * b) @ jnp.ones(a.shape[1], a.dtype)
 
 
-def ones_of_fixed_length(a, b):
-    """A vector of ones as long as the first example's rows."""
-    return jnp.ones(300, a.dtype) @ (a * b)
+def weights_of_fixed_length(a, b, w):
+    """A vector of ones as long as the first example's rows, round the weighted product."""
+    return jnp.ones(300, a.dtype) @ (w[:, None] * a * b)
 
 
-def diagonal_of_a_matmul(a, b):
-    """diag(a' b) holds the column sums of a * b, through a p x p product."""
-    return jnp.diagonal(a.T @ b)
+def diagonal_of_a_matmul(a, b, w):
+    """diag(a' diag(w) b) holds the weighted column sums, through a p x p product."""
+    return jnp.diagonal(a.T @ (w[:, None] * b))
 
 
-def python_loop_over_rows(a, b):
-    total = a[0] * b[0]
+def python_loop_over_rows(a, b, w):
+    total = w[0] * a[0] * b[0]
     for row in range(1, a.shape[0]):
-        total = total + a[row] * b[row]
+        total = total + w[row] * a[row] * b[row]
     return total
+
+
+def the_page_s_ones(a, b, w):
+    """The page's form copied: a vector of ones, the weights left out."""
+    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
 
 
 @pytest.mark.parametrize(
@@ -307,9 +312,10 @@ def python_loop_over_rows(a, b):
     [
         (fused_for_memory, "XLA writes nothing as large as a * b"),
         (row_sums_through_a_dot, "those are row sums"),
-        (ones_of_fixed_length, "needs one entry per row"),
+        (weights_of_fixed_length, "one row per entry of w"),
         (diagonal_of_a_matmul, "never a by b entry by entry"),
         (python_loop_over_rows, "in a Python loop"),
+        (the_page_s_ones, "plain column sums of a * b"),
     ],
 )
 def test_sums_through_memory_wrong_answers_fail(wrong, hint):
@@ -318,40 +324,46 @@ def test_sums_through_memory_wrong_answers_fail(wrong, hint):
     assert hint in verdict.message, verdict.message
 
 
-def through_a_dot(a, b):
-    return jnp.ones(a.shape[0], a.dtype) @ (a * b)
+def through_a_dot(a, b, w):
+    return w @ (a * b)
 
 
-def total_sum(a, b):
-    return jnp.sum(a * b)
+def total_sum(a, b, w):
+    return jnp.sum(w[:, None] * a * b)
 
 
-def row_sums(a, b):
-    return jnp.sum(a * b, axis=1)
+def row_sums(a, b, w):
+    return jnp.sum(w[:, None] * a * b, axis=1)
 
 
-def numpy_sums(a, b):
-    return np.sum(np.asarray(a) * np.asarray(b), axis=0)
+def numpy_sums(a, b, w):
+    return np.sum(np.asarray(w)[:, None] * np.asarray(a) * np.asarray(b), axis=0)
 
 
-def product_of_sums(a, b):
+def product_of_sums(a, b, w):
     return jnp.sum(a, axis=0) * jnp.sum(b, axis=0)
 
 
-def column_means(a, b):
-    return jnp.mean(a * b, axis=0)
+def column_means(a, b, w):
+    return jnp.mean(w[:, None] * a * b, axis=0)
+
+
+def the_page_s_plain_sum(a, b, w):
+    """The page's fused form copied: the weights left out."""
+    return jnp.sum(a * b, axis=0)
 
 
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
-        (through_a_dot, "a product with a vector of ones is a dot"),
+        (through_a_dot, "a product of w with a matrix is a dot"),
         (total_sum, "that sums every entry"),
         (row_sums, "those are row sums"),
         (numpy_sums, "use jnp, not np"),
         (product_of_sums, "multiplied the column sums of a and of b"),
         (column_means, "column MEANS"),
         (diagonal_of_a_matmul, "never a by b entry by entry"),
+        (the_page_s_plain_sum, "plain column sums of a * b"),
     ],
 )
 def test_sums_in_one_loop_wrong_answers_fail(wrong, hint):

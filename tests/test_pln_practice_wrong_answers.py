@@ -127,9 +127,16 @@ def float_counts(key, covariates, offsets, coef, covariance):
     return jnp.round(jnp.exp(offsets + latent))
 
 
+def one_key_for_both_draws(key, covariates, offsets, coef, covariance):
+    """The key the solution warns about: Z and Y both drawn from the same key."""
+    latent = jax.random.multivariate_normal(key, covariates @ coef, covariance)
+    return jax.random.poisson(key, jnp.exp(offsets + latent))
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (one_key_for_both_draws, "uses one key for two draws"),
         (fixed_key, "a new key new ones"),
         (rates_not_counts, "not counts"),
         (cholesky_on_the_wrong_side, "is E @ L.T, not E @ L"),

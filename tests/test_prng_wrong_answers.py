@@ -125,7 +125,17 @@ def _run_counter(key, n_chunks, chunk_size):
     )(jnp.arange(n_chunks) + offset)
 
 
+def _first_of_a_fixed_split(key, n_chunks, chunk_size):
+    """Extendable up to 4096 chunks only, and all 4096 keys made every time."""
+    keys = jax.random.split(key, 4096)[:n_chunks]
+    return jax.vmap(lambda k: jnp.mean(jnp.exp(jax.random.normal(k, (chunk_size,)))))(keys)
+
+
 WRONG_CHUNK_MEANS = {
+    "the first n_chunks of split(key, 4096)": (
+        _first_of_a_fixed_split,
+        ("splits the key into 4096 keys and keeps the first 16",),
+    ),
     "exp of the mean": (_exp_of_mean, ("exp(z)",)),
     "divided by chunk_size - 1": (_divided_by_size_minus_one, ("chunk_size - 1",)),
     "chunk sums, not means": (_chunk_sums, ("you summed exp(z)",)),
@@ -175,7 +185,17 @@ def _steps_not_positions(key, n_steps):
     return jax.lax.scan(step, 0.0, jax.random.split(key, n_steps))[1]
 
 
+def _drawn_before_the_scan(key, n_steps):
+    """Every step drawn up front; the scan only adds: the keys never travel through it."""
+    steps = jax.vmap(jax.random.normal)(jax.random.split(key, n_steps))
+    return jax.lax.scan(lambda position, move: (position + move, position + move), 0.0, steps)[1]
+
+
 WRONG_RANDOM_WALK = {
+    "every step drawn before a scan that only adds": (
+        _drawn_before_the_scan,
+        ("you drew every step before the scan",),
+    ),
     "split into n_steps + 1 keys": (_one_key_too_many, ("n_steps + 1",)),
     "step keys by fold_in": (_folded_step_keys, ("partitionable off",)),
     "uniform steps": (_uniform_steps, ("uniform",)),

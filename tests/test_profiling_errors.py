@@ -91,6 +91,21 @@ def test_a_real_trace_has_every_kind_the_chapter_draws(layer_trace):
     )  # compiled first, then run
 
 
+def test_a_thunk_contains_what_runs_within_it_on_its_thread_whatever_its_name():
+    def thunk(name, start, duration, thread="t1"):
+        return profiling.TraceEvent(name, "thunk", thread, float(start), float(duration), "jit_f")
+
+    call, body, other_thread = (
+        thunk("call.6", 0, 100),
+        thunk("dot.6", 0, 100),
+        thunk("x", 10, 5, "t2"),
+    )
+    assert profiling.contains(call, body) and profiling.contains(body, call)  # equal intervals
+    assert not profiling.contains(call, call)
+    assert not profiling.contains(call, other_thread)
+    assert not profiling.contains(call, thunk("late", 90, 20))
+
+
 def test_thunk_totals_and_gaps_are_consistent(layer_trace):
     events = profiling.read_trace(layer_trace)
     thunks = profiling.of_kind(events, "thunk")

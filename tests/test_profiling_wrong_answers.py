@@ -189,9 +189,16 @@ def runs_fn_for_its_size(fn, x, peak_flops, bandwidth):
     return "memory" if flops / moved < peak_flops / bandwidth else "compute"
 
 
+def intensity_from_the_rank(fn, x, peak_flops, bandwidth):
+    """Never looks at fn: a matrix 'is' a matmul (n/4 FLOPs per byte), a vector elementwise."""
+    intensity = x.shape[0] / 4 if x.ndim == 2 else 1 / 8
+    return "memory" if intensity < peak_flops / bandwidth else "compute"
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (intensity_from_the_rank, "not on x's shape alone"),
         (ridge_inverted, "follow a ridge of bandwidth / peak_flops"),
         (labels_swapped, "every answer is the opposite of the right one"),
         (always_memory, "you answered 'memory' for every program on every machine"),
@@ -394,9 +401,19 @@ def the_first_thunk_without_thunks(events):
     return events[0].name if events else None
 
 
+def loop_thunks_left_out_by_name(events):
+    """The chapter's old shortcut: a container is a thunk whose name starts with 'while'."""
+    thunks = [e for e in events if e.kind == "thunk" and not e.name.startswith("while")]
+    totals = {}
+    for event in thunks:
+        totals[event.name] = totals.get(event.name, 0.0) + event.duration_us
+    return max(totals, key=totals.get) if totals else None
+
+
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
+        (loop_thunks_left_out_by_name, "you left out the thunks whose names start with 'while'"),
         (longest_single_event, "you returned the longest single thunk"),
         (containers_kept, "you kept the thunks that contain other thunks on their thread"),
         (any_thread_contains, "runs at the same time on another thread"),

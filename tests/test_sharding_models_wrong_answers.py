@@ -2,6 +2,8 @@
 as a hurried learner would (issue 27, point 4): each fails, and its hint names what the answer
 did. The wrong answers of tests/test_sharding_models_exercises.py are not repeated here."""
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -165,6 +167,16 @@ WRONG_FSDP = {
     "one loss per output": (_one_loss_per_output, ("one scalar", "shape (4,)")),
     "W2 stacked untiled, then reshaped": (_w2_stacked_then_reshaped, ("W2's", "tiled=False")),
     "the samples gathered too": (_samples_gathered, ("gathers the samples",)),
+    "the course's own loss, partial(mp.block_loss, plan=FSDP)": (
+        partial(mp.block_loss, plan=mp.PLANS["FSDP"]),
+        ("runs mp.block_loss", "write FSDP's body yourself"),
+    ),
+    "the course's own loss, called from a function of the learner's": (
+        lambda params, x_block, y_block: mp.block_loss(
+            params, x_block, y_block, plan=mp.PLANS["FSDP"]
+        ),
+        ("runs mp.block_loss",),
+    ),
 }
 
 

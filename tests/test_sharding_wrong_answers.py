@@ -71,7 +71,16 @@ WRONG_STANDARDISE = {
         lambda x: (x - _global_mean(x)) / _global_var(x),
         ("variance",),
     ),
+    "every row gathered to every device": (
+        lambda x: (x - _gathered(x).mean(axis=0)) / _gathered(x).std(axis=0),
+        ("all_gathers the rows",),
+    ),
 }
+
+
+def _gathered(x_block):
+    """The whole data set on every device: right statistics, no data parallelism left."""
+    return lax.all_gather(x_block, "data", tiled=True)
 
 
 @pytest.mark.parametrize("case", list(WRONG_STANDARDISE), ids=list(WRONG_STANDARDISE))

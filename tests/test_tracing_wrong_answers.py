@@ -252,6 +252,62 @@ def test_prefix_sum_wrong_answers(answer, fragment):
     fails_with(check_prefix_sum(answer), fragment)
 
 
+def prefix_full_length_loop(x, n):
+    """A loop over all of x that masks each entry by its index: the page allows it."""
+    return jax.lax.fori_loop(
+        0, x.shape[0], lambda i, total: total + jnp.where(i < n, x[i], 0.0), jnp.zeros((), x.dtype)
+    )
+
+
+def prefix_full_length_while(x, n):
+    """The same with a while_loop over all of x (its trip count is x's length, not n)."""
+
+    def body(state):
+        i, total = state
+        return i + 1, total + jnp.where(i < n, x[i], 0.0)
+
+    return jax.lax.while_loop(lambda s: s[0] < x.shape[0], body, (0, jnp.zeros((), x.dtype)))[1]
+
+
+def test_prefix_sum_a_full_length_loop_that_masks_by_index_passes():
+    """It reads x[i] at the loop's index, every i, for every n: no read at a position from n."""
+    verdict = check_prefix_sum(prefix_full_length_loop)
+    assert verdict, verdict.message
+    verdict = check_prefix_sum(prefix_full_length_while)
+    assert verdict, verdict.message
+
+
+def prefix_loop_reads_at_n(x, n):
+    """A full-length loop that reads x at a position computed from n, x[n - 1 - i]."""
+    return jax.lax.fori_loop(
+        0,
+        x.shape[0],
+        lambda i, total: total + jnp.where(i < n, x[jnp.maximum(n - 1 - i, 0)], 0.0),
+        jnp.zeros((), x.dtype),
+    )
+
+
+def prefix_while_up_to_n(x, n):
+    """A while_loop whose condition compares its counter with n: n iterations."""
+
+    def body(state):
+        i, total = state
+        return i + 1, total + x[i]
+
+    return jax.lax.while_loop(lambda s: s[0] < n, body, (0, jnp.zeros((), x.dtype)))[1]
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        (prefix_loop_reads_at_n, "at a position computed from n"),
+        (prefix_while_up_to_n, "a loop whose trip count is n"),
+    ],
+)
+def test_prefix_sum_loops_that_depend_on_n_still_fail(answer, fragment):
+    fails_with(check_prefix_sum(answer), fragment)
+
+
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [

@@ -58,6 +58,10 @@ WRONG_PREDICT_ALL = {
         lambda w, b, xs: affine(w, b, xs[0]),
         ("first example only",),
     ),
+    "broadcast by hand, wrapped in a vmap that only passes it through": (
+        lambda w, b, xs: jax.vmap(lambda r: r * 1.0)(xs @ w.T + b),
+        ("never reads an example of xs",),
+    ),
 }
 
 
@@ -142,6 +146,12 @@ WRONG_PAIRWISE = {
     "both levels map both arguments": (
         lambda xs, ys: jax.vmap(jax.vmap(sq_dist))(xs, ys),
         ("pairs xs[i] with ys[i]",),
+    ),
+    "broadcast by hand, wrapped in two vmaps that only pass it through": (
+        lambda xs, ys: jax.vmap(jax.vmap(lambda r: r * 1.0))(
+            ((xs[:, None, :] - ys[None, :, :]) ** 2).sum(-1)
+        ),
+        ("never reads a point",),
     ),
     "absolute differences": (
         lambda xs, ys: jax.vmap(

@@ -273,8 +273,9 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
     """
 
     require_accepts(answer, *args, what=what)
+    before = [_snapshot(arg) for arg in args]
     try:
-        return answer(*args)
+        result = answer(*args)
     except (CheckFailed, AnswerRaised, NotImplementedError):
         raise
     except Exception as error:
@@ -282,6 +283,109 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
             if isinstance(error, error_class) and fragment in str(error):
                 raise CheckFailed(f"{hint} (JAX raised {type(error).__name__}.)") from error
         raise _learner_failure(error, what, len(args)) from error
+    _require_unchanged(answer, args, before, what)
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _Container:
+    """The snapshot of a list, tuple or dict: the object itself and its items' snapshots."""
+
+    original: object
+    items: dict
+
+
+def _snapshot(value):
+    """What `_changed` compares a value with after the learner's call: a copy of each NumPy
+    array, and the items of each list, dict and tuple (recursively); any other value is compared
+    by identity (a JAX array cannot change in place)."""
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)):
+        return _Container(value, {index: _snapshot(item) for index, item in enumerate(value)})
+    if isinstance(value, dict):
+        return _Container(value, {key: _snapshot(item) for key, item in value.items()})
+    return value
+
+
+def _changed(value, snapshot) -> str:
+    """How `value` differs from its `snapshot`, in words ('' when it does not)."""
+    import numpy as np
+
+    if isinstance(snapshot, np.ndarray):
+        same = (
+            isinstance(value, np.ndarray)
+            and value.shape == snapshot.shape
+            and value.dtype == snapshot.dtype
+            and np.array_equal(value, snapshot, equal_nan=snapshot.dtype.kind in "fc")
+        )
+        return "" if same else "its entries were overwritten: a NumPy array changes in place"
+    if not isinstance(snapshot, _Container):
+        return "" if value is snapshot else "an item was replaced"
+    if value is not snapshot.original:
+        return "an item was replaced"
+    keys = list(value) if isinstance(value, dict) else list(range(len(value)))
+    if keys != list(snapshot.items):
+        return (
+            "keys were added or removed"
+            if isinstance(value, dict)
+            else f"its length went from {len(snapshot.items)} to {len(value)}"
+        )
+    for key, item in snapshot.items.items():
+        how = _changed(value[key], item)
+        if how:
+            return how
+    return ""
+
+
+def _require_unchanged(answer, args: tuple, before: list, what: str) -> None:
+    """Fails with a hint naming the argument when the learner's call changed one in place."""
+    for position, (arg, snapshot) in enumerate(zip(args, before)):
+        how = _changed(arg, snapshot)
+        if how:
+            raise CheckFailed(
+                f"{what} changed its argument {_argument_name(answer, position)} in place ({how}): "
+                "leave the inputs as they were (the caller still holds them), and build new values "
+                "instead (a copy, or jnp operations, which never change their inputs)."
+            )
+
+
+def _argument_name(answer, position: int) -> str:
+    """The name of the learner's parameter at `position` ('number k' when it cannot be read)."""
+    import inspect
+
+    try:
+        parameters = list(inspect.signature(answer).parameters.values())
+    except (TypeError, ValueError):
+        parameters = []
+    if position < len(parameters) and parameters[position].kind in (
+        inspect.Parameter.POSITIONAL_ONLY,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        return f"`{parameters[position].name}`"
+    return f"number {position + 1}"
+
+
+SIMULATED_COSTS: list[dict[str, float]] = []
+"""Every set of simulated costs drawn by `draw_simulated_costs` in this Python session, in order
+(read by the tests: two checks of one measurement exercise never see the same costs)."""
+
+
+def draw_simulated_costs(**ranges: tuple[float, float]) -> dict[str, float]:
+    """Simulated costs for a measurement exercise, drawn afresh (unseeded) for each check.
+
+    Each keyword names a cost and the (low, high) range it is drawn from uniformly; returns
+    {name: cost}. Drawn afresh, the costs differ from one check to the next, so a constant
+    answer, or one remembered from an earlier check, cannot pass.
+    """
+    import numpy as np
+
+    rng = np.random.default_rng()
+    costs = {name: float(rng.uniform(low, high)) for name, (low, high) in ranges.items()}
+    SIMULATED_COSTS.append(costs)
+    return costs
 
 
 JITTED = " under jax.jit"

@@ -184,6 +184,18 @@ def of_kind(events: list[TraceEvent], kind: str) -> list[TraceEvent]:
     return [event for event in events if event.kind == kind]
 
 
+def contains(outer: TraceEvent, inner: TraceEvent) -> bool:
+    """True when `outer` holds `inner`: another event on the same thread, within its interval
+    (a loop, call or conditional thunk holds its body's thunks, whatever its name; two threads
+    run at the same time, so an event never holds one on another thread)."""
+    return (
+        outer is not inner
+        and outer.thread == inner.thread
+        and outer.start_us <= inner.start_us
+        and inner.end_us <= outer.end_us
+    )
+
+
 def time_by_name(events: list[TraceEvent]) -> list[tuple[str, float, int]]:
     """`(name, total microseconds, count)` for each event name, the largest total first."""
     totals: dict[str, float] = collections.defaultdict(float)

@@ -71,3 +71,96 @@ def uses_of(jaxpr, var) -> list[str]:
             else:
                 uses.append(eqn.primitive.name)
     return uses
+
+
+def influenced_by(jaxpr, sources) -> set:
+    """Every variable of `jaxpr` (a `Jaxpr` or `ClosedJaxpr`) and of the jaxprs nested in it whose
+    value depends on one of `sources` (input variables of `jaxpr`). A loop's carry counts as
+    influenced once any iteration's carry is; an equation's outputs once any of its inputs is."""
+    tainted = set(sources)
+    _propagate(getattr(jaxpr, "jaxpr", jaxpr), tainted)
+    return tainted
+
+
+def condition_influenced(eqn, tainted: set) -> bool:
+    """For a `while` equation of a jaxpr already passed to `influenced_by`: whether its
+    condition, and so its number of iterations, depends on the sources."""
+    cond = eqn.params["cond_jaxpr"].jaxpr
+    return any(_in(v, tainted) for v in cond.outvars)
+
+
+def _in(var, tainted: set) -> bool:
+    return isinstance(var, jax.extend.core.Var) and var in tainted
+
+
+def _propagate(jaxpr, tainted: set) -> None:
+    for eqn in jaxpr.eqns:
+        nested, feedback = _nested(eqn), _feedback(eqn)
+        changed = True
+        while changed:  # until a loop's carry gains no more influence
+            for inner, inputs in nested:
+                for k, source in enumerate(inputs):
+                    if source is None:
+                        reached = any(_in(v, tainted) for v in eqn.invars)
+                    else:
+                        reached = _in(eqn.invars[source], tainted)
+                    if reached:
+                        tainted.add(inner.invars[k])
+                _propagate(inner, tainted)
+            fed = {
+                target
+                for out, targets in feedback
+                if _in(out, tainted)
+                for target in targets
+                if target not in tainted
+            }
+            tainted.update(fed)
+            changed = bool(fed)
+        inner_outs = [v for inner, _ in nested for v in inner.outvars]
+        if any(_in(v, tainted) for v in [*eqn.invars, *inner_outs]):
+            tainted.update(eqn.outvars)
+
+
+def _nested(eqn) -> list:
+    """(inner jaxpr, for each of its inputs the position of the equation's input that it
+    receives, or None where the layout is unknown and any input may reach it)."""
+    name = eqn.primitive.name
+    if name == "while":
+        cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
+        n_cond, n_body = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        carry_in = list(range(n_cond + n_body, len(eqn.invars)))
+        return [
+            (body, list(range(n_cond, n_cond + n_body)) + carry_in),
+            (cond, list(range(n_cond)) + carry_in),
+        ]
+    found = []
+    for inner in inner_jaxprs(eqn):
+        if len(inner.invars) == len(eqn.invars):  # jit, scan: one to one
+            inputs = list(range(len(eqn.invars)))
+        elif name == "cond" and len(inner.invars) == len(eqn.invars) - 1:  # after the index
+            inputs = list(range(1, len(eqn.invars)))
+        else:
+            inputs = [None] * len(inner.invars)
+        found.append((inner, inputs))
+    return found
+
+
+def _feedback(eqn) -> list:
+    """For a loop, (body output, the inner inputs its value reaches at the next iteration)."""
+    if eqn.primitive.name == "scan":
+        body, params = eqn.params["jaxpr"].jaxpr, eqn.params
+        if "num_consts" in params:  # releases before 0.12 give the layout as counts
+            consts, carries = params["num_consts"], params["num_carry"]
+        elif hasattr(params.get("ft_in"), "elts"):  # jax 0.12: a flat tree (consts, carry, xs)
+            consts, carries = (len(part) for part in params["ft_in"].elts[:2])
+        else:  # a layout this code does not know: no carry followed (internal API, pinned jax)
+            return []
+        return [(body.outvars[k], [body.invars[consts + k]]) for k in range(carries)]
+    if eqn.primitive.name == "while":
+        cond, body = eqn.params["cond_jaxpr"].jaxpr, eqn.params["body_jaxpr"].jaxpr
+        n_cond, n_body = eqn.params["cond_nconsts"], eqn.params["body_nconsts"]
+        return [
+            (out, [body.invars[n_body + k], cond.invars[n_cond + k]])
+            for k, out in enumerate(body.outvars)
+        ]
+    return []

@@ -39,6 +39,7 @@ def _trees() -> dict[str, object]:
             jnp.ones(4, jnp.float16),
             np.ones(2, bool),
         ),
+        "a list of a Python bool and a NumPy float64 array": [True, np.ones((2, 3), np.float64)],
         "a NamedTuple layer": _Layer(jnp.zeros((2, 2)), jnp.zeros(2)),
         "a single array": jnp.arange(5),
     }

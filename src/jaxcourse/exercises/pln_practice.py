@@ -196,6 +196,17 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
             np.all(counts >= 0) and np.all(counts == np.round(counts)),
             f"{what}{label} returned values that are not counts: draw Y with jax.random.poisson.",
         )
+    with jax.debug_key_reuse(True):
+        call_answer(
+            jax.jit(simulate_counts),
+            jax.random.key(3),
+            covariates,
+            offsets,
+            coef,
+            covariance,
+            what=what,
+            hints=_ONE_KEY_TWICE_HINTS,
+        )
     jitted = jax.jit(simulate_counts)  # compiled once for the two calls below
     again = np.asarray(call_answer(jitted, key, covariates, offsets, coef, covariance, what=what))
     other = np.asarray(
@@ -248,6 +259,17 @@ def check_simulate_counts(simulate_counts: Callable) -> None:
         "from N(X_i B, Sigma) (jax.random.multivariate_normal), not each species on its own.",
     )
     _require_poisson_noise(simulate_counts, what)
+
+
+_ONE_KEY_TWICE_HINTS = (
+    (
+        jax.errors.KeyReuseError,
+        "",
+        "your function uses one key for two draws (the key-reuse checker caught it): the latent Z "
+        "and the counts Y then come from related random bits. Split the key first, one key per "
+        "draw, key_latent, key_counts = jax.random.split(key)",
+    ),
+)
 
 
 def _require_poisson_noise(simulate_counts: Callable, what: str) -> None:

@@ -23,7 +23,7 @@ from ..checks import (
     require_array,
     require_callable,
 )
-from ._jaxpr import primitive_names, traced_program
+from ._jaxpr import equations, primitive_names, traced_program
 
 
 def _close(a, b) -> bool:
@@ -68,6 +68,31 @@ def _require_per_device_program(
     )
     names = primitive_names(jaxpr)
     require("shard_map" in names and any(n.startswith(_COLLECTIVES) for n in names), hint)
+
+
+def _require_rows_not_gathered(answer, mesh: Mesh, what: str) -> None:
+    """Fails unless the answer's program keeps every device's rows on that device: an
+    `all_gather` of an operand with one axis per row of the block moves the whole data set to
+    every device, which data parallelism exists to avoid (statistics, one value per column, may
+    be gathered)."""
+    n_devices, rows_per_device, columns = mesh.shape[parallel.AXIS], 5, 3
+    x = jax.device_put(
+        jnp.ones((rows_per_device * n_devices, columns)), NamedSharding(mesh, P(parallel.AXIS))
+    )
+    jaxpr = traced_program(answer, x, what=what, hints=_SHARDED_INPUT_HINTS)
+    gathered_rows = [
+        eqn
+        for eqn in equations(jaxpr)
+        if eqn.primitive.name.startswith("all_gather")
+        and any(rows_per_device in getattr(v.aval, "shape", ()) for v in eqn.invars)
+    ]
+    require(
+        not gathered_rows,
+        "the values are right, but your program all_gathers the rows: every device then holds "
+        "the whole data set, which is what data parallelism avoids. Keep each block where it is, "
+        "reduce it to per-column statistics (means of x and of x**2) and combine those with "
+        "lax.pmean over 'data'.",
+    )
 
 
 @exercise_checker("Standardise columns with shard_map")
@@ -158,6 +183,7 @@ def check_global_standardise(standardise, mesh: Mesh) -> None:
         "in_specs=P('data'), out_specs=P('data')) and combine the block statistics with lax.pmean.",
         what="standardise",
     )
+    _require_rows_not_gathered(standardise, mesh, what="standardise")
 
 
 @jax.jit

@@ -10,7 +10,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from ...checks import call_answer, exercise_checker, require, require_callable
+from ...checks import (
+    call_answer,
+    draw_simulated_costs,
+    exercise_checker,
+    require,
+    require_callable,
+)
 
 HINTS: dict[str, tuple[str, ...]] = {
     "check_time_blocked": (
@@ -86,21 +92,56 @@ def _unit_hint(seconds: float, run_s: float) -> str | None:
     for unit, factor in (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9)):
         if 0.9 * run_s * factor <= seconds <= 1.7 * run_s * factor:
             return (
-                f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s} s. "
+                f"your timing ({seconds:.4g}) looks like {unit}: the checker's call takes {run_s:.3f} s. "
                 f"Return seconds, as time.perf_counter() differences are (do not multiply by {factor:g})."
             )
     return None
 
 
+def _simulated_costs() -> list[tuple[float, float]]:
+    """Two (compile_s, run_s) pairs, drawn afresh for each check: a short call and a call at
+    least twice as long, so that no fixed number is a right timing of both."""
+    short = draw_simulated_costs(compile_s=(0.15, 0.25), run_s=(0.04, 0.06))
+    long = draw_simulated_costs(compile_s=(0.15, 0.25), run_s=(0.12, 0.16))
+    return [(costs["compile_s"], costs["run_s"]) for costs in (short, long)]
+
+
 @exercise_checker("Exercise 2 (a timing that blocks)")
 def check_time_blocked(time_blocked: Callable) -> None:
-    """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result."""
+    """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result.
+
+    It times two simulated functions whose costs are drawn afresh for each check, one call about
+    three times as long as the other, so a constant cannot pass."""
     require_callable(time_blocked, "time_blocked")
-    compile_s, run_s = 0.25, 0.1
-    simulated = _SimulatedJit(compile_s, run_s)
-    seconds = _seconds(
-        call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked"
+    runs = []
+    for compile_s, run_s in _simulated_costs():
+        simulated = _SimulatedJit(compile_s, run_s)
+        seconds = _seconds(
+            call_answer(time_blocked, simulated, np.zeros(3), what="time_blocked"), "time_blocked"
+        )
+        runs.append((simulated, seconds))
+    (short, short_s), (long, long_s) = runs
+    require(
+        short_s != long_s,
+        f"your timing is {short_s:.4g} s both for a call of {short.run_s * 1e3:.0f} ms and for one "
+        f"of {long.run_s * 1e3:.0f} ms: it is a fixed number, not a measurement. Read "
+        "time.perf_counter() before and after the timed call and return the difference.",
     )
+    for simulated, seconds in runs:
+        _require_one_blocked_call(simulated, seconds)
+    real = call_answer(
+        time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked"
+    )
+    require(
+        isinstance(real, numbers.Real) and 0 < float(real) < 10,
+        f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
+    )
+
+
+def _require_one_blocked_call(simulated: _SimulatedJit, seconds: float) -> None:
+    """Fails with the hint naming the mistake unless `seconds` times one blocked call of
+    `simulated` after a blocked warm-up."""
+    compile_s, run_s = simulated.compile_s, simulated.run_s
     require(
         simulated.calls >= 2,
         "call fn once before starting the clock (a warm-up), then time a second call.",
@@ -148,11 +189,4 @@ def check_time_blocked(time_blocked: Callable) -> None:
         f"your timing ({seconds * 1e3:.0f} ms) includes the warm-up call's work, still running when "
         "the clock started: your code did not wait for it, so block on the warm-up's result too, "
         "jax.block_until_ready(fn(x)), before starting the clock.",
-    )
-    real = call_answer(
-        time_blocked, jax.jit(lambda v: jnp.sin(v) @ v), jnp.ones((64, 64)), what="time_blocked"
-    )
-    require(
-        isinstance(real, numbers.Real) and 0 < float(real) < 10,
-        f"on a real jitted function your timing returned {real!r}; expected a small positive number of seconds.",
     )

@@ -15,18 +15,18 @@ from .._jaxpr import equations, traced_program
 HINTS = {
     "check_sums_through_memory": (
         "XLA fuses an elementwise product into the reduction that reads it, unless the "
-        "reader is an instruction of its own such as a dot: write the column sums as a "
-        "product with a vector of ones.",
-        "jnp.ones(a.shape[0], a.dtype) @ (a * b) sums the columns of a * b through a dot, "
-        "which makes XLA write a * b first; jnp.sum(a * b, axis=0) or a Python loop over "
-        "rows does not. Sum over rows (axis 0), one number per column, for any number of "
-        "rows.",
+        "reader is an instruction of its own such as a dot: a weighted sum over the rows "
+        "is a product of w with a matrix.",
+        "w @ (a * b) sums the weighted rows of a * b through a dot, which makes XLA write "
+        "a * b first; a plain reduction over the rows (axis 0) of the weighted product does "
+        "not. One number per column, for any number of rows.",
     ),
     "check_sums_in_one_loop": (
-        "Write the plain reduction of the product, and let XLA fuse the multiplication into it.",
-        "jnp.sum(a * b, axis=0): one sum per column (axis 0, not axis 1 or everything), and"
-        " no dot (a vector of ones, jnp.einsum with a matmul, a.T @ b) whose operand XLA "
-        "must write first.",
+        "Write the weighted sum as a plain reduction of an elementwise product, and let XLA "
+        "fuse the multiplications into it.",
+        "Multiply every row of a * b by its weight (w[:, None] broadcasts over the columns) "
+        "and sum over axis 0: one sum per column, and no dot (w @ ..., a matmul) whose "
+        "operand XLA must write first.",
     ),
     "check_bytes_saved": (
         "Count what the first form does that the second does not: the product a * b, n * p "
@@ -52,18 +52,21 @@ SAVING_RTOL = 0.05
 programs also move a few vectors the size of one row or column, which an estimate may leave out)."""
 
 
-def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
-    """`sums(a, b)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
+def _column_sums_values(sums, a, b, w, under_jit: bool, what: str) -> np.ndarray:
+    """`sums(a, b, w)`, eagerly or under jit, as NumPy; a failure becomes a hint where it is a
     typical one."""
     blocks = (
         f"{what} cuts the rows into blocks and fails for {a.shape[0]} rows. Column sums must work "
         "for any number of rows."
     )
-    product = "the shapes do not fit a product: a vector of ones that adds up the rows needs one entry per row."
+    product = (
+        "the shapes do not fit a product: the weights w have one entry per row, so w @ x needs "
+        "x with one row per entry of w, and w[:, None] broadcasts w over the columns."
+    )
     numpy = (
         jax.errors.TracerArrayConversionError,
         "",
-        "under jit a and b are tracers, which NumPy cannot read: use jnp, not np.",
+        "under jit a, b and w are tracers, which NumPy cannot read: use jnp, not np.",
     )
     hints = (numpy,) + tuple(
         (error_class, fragment, hint)
@@ -73,12 +76,13 @@ def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
             ("dot_general", product),
             ("matmul", product),
             ("does not match previous terms", product),
+            ("Incompatible shapes for broadcasting", product),
         )
     )
     answer = jax.jit(sums) if under_jit else sums
     how = "under jax.jit" if under_jit else "eagerly"
-    got = call_answer(answer, a, b, what=f"{what} ({how})", hints=hints)
-    require(got is not None, f"{what} must return the column sums of a * b.")
+    got = call_answer(answer, a, b, w, what=f"{what} ({how})", hints=hints)
+    require(got is not None, f"{what} must return the weighted column sums of a * b.")
     require(
         not isinstance(got, (tuple, list, dict, str)),
         f"{what} must return one array of column sums, not a {type(got).__name__}.",
@@ -87,13 +91,16 @@ def _column_sums_values(sums, a, b, under_jit: bool, what: str) -> np.ndarray:
 
 
 def _require_column_sums_values(sums, what: str) -> None:
-    """The values of `sums(a, b)` on random float32 arrays of `COLUMN_SUMS_SHAPES`, eagerly and under jit."""
+    """The values of `sums(a, b, w)` on random float32 arrays of `COLUMN_SUMS_SHAPES`, eagerly
+    and under jit."""
     rng = np.random.default_rng(5)
     for shape in COLUMN_SUMS_SHAPES:
         a, b = (jnp.asarray(rng.normal(size=shape), jnp.float32) for _ in range(2))
-        expected = (np.asarray(a, np.float64) * np.asarray(b, np.float64)).sum(axis=0)
+        w = jnp.asarray(rng.uniform(0.5, 2.0, size=shape[0]), jnp.float32)
+        a64, b64, w64 = (np.asarray(v, np.float64) for v in (a, b, w))
+        expected = (w64[:, None] * a64 * b64).sum(axis=0)
         for under_jit in (False, True):
-            got = _column_sums_values(sums, a, b, under_jit, what)
+            got = _column_sums_values(sums, a, b, w, under_jit, what)
             require(
                 got.shape != (),
                 f"for shape {shape} {what} returned one number: that sums every entry. Column sums add "
@@ -111,11 +118,15 @@ def _require_column_sums_values(sums, what: str) -> None:
             how = "under jit" if under_jit else "eagerly"
             if np.allclose(got, expected, rtol=1e-5, atol=1e-5):
                 continue
-            a64, b64 = np.asarray(a, np.float64), np.asarray(b, np.float64)
+            require(
+                not np.allclose(got, (a64 * b64).sum(axis=0), rtol=1e-4, atol=1e-5),
+                f"for shape {shape}, {how}, {what} returned the plain column sums of a * b: "
+                "multiply row i by its weight w[i] before summing.",
+            )
             require(
                 not np.allclose(got, expected / shape[0], rtol=1e-4, atol=1e-6),
-                f"for shape {shape}, {how}, {what} returned the column MEANS of a * b: the "
-                "exercise asks for their sums (no division by the number of rows).",
+                f"for shape {shape}, {how}, {what} returned the column MEANS of the weighted "
+                "product: the exercise asks for their sums (no division by the number of rows).",
             )
             require(
                 not np.allclose(got, a64.sum(axis=0) * b64.sum(axis=0), rtol=1e-4, atol=1e-4),
@@ -124,12 +135,15 @@ def _require_column_sums_values(sums, what: str) -> None:
             )
             require(
                 np.allclose(got, expected, rtol=1e-5, atol=1e-5),
-                f"for shape {shape}, {'under jit' if under_jit else 'eagerly'}, {what} should give {expected}, got {got}.",
+                f"for shape {shape}, {how}, {what} should give {expected}, got {got}.",
             )
 
 
 def _operands(shape) -> list:
-    return [jax.ShapeDtypeStruct(shape, jnp.float32)] * 2
+    """a, b and w for `shape`, as shapes and dtypes."""
+    return [jax.ShapeDtypeStruct(shape, jnp.float32)] * 2 + [
+        jax.ShapeDtypeStruct(shape[:1], jnp.float32)
+    ]
 
 
 def _require_not_a_python_loop(sums, what: str) -> None:
@@ -173,7 +187,7 @@ def _require_writes_the_product(sums) -> None:
         bool(written),
         f"the numbers are right, but for sums_through_memory XLA writes nothing as large as a * b on "
         f"jax {jax.__version__}: it computes the products inside the summing loop. Make the product "
-        "the operand of an instruction of its own, for example a product with a vector of ones, "
+        "the operand of an instruction of its own, for example the product of w with a * b, "
         "which becomes a dot that reads a * b from memory.",
     )
 
@@ -200,8 +214,9 @@ def _require_one_loop(sums) -> None:
     require(
         "dot_general" not in primitives,
         f"the numbers are right, but for sums_in_one_loop XLA writes a * b to memory before it sums "
-        f"(it wrote {written}): on {version} a product with a vector of ones is a dot of its own, "
-        "outside the loop that computes a * b. A plain reduction over the rows is fused.",
+        f"(it wrote {written}): on {version} a product of w with a matrix is a dot of its own, "
+        "outside the loop that computes a * b. A plain reduction over the rows of the weighted "
+        "product is fused.",
     )
     require(
         False,
@@ -214,10 +229,8 @@ def _compiled_bytes(sums, shape) -> float:
 
 
 def _reference_forms():
-    """The chapter's two forms: a product with ones (writes a * b) and the plain reduction."""
-    return (lambda a, b: jnp.ones(a.shape[0], a.dtype) @ (a * b)), (
-        lambda a, b: jnp.sum(a * b, axis=0)
-    )
+    """The two forms: the product of w with a * b (writes a * b) and the plain reduction."""
+    return (lambda a, b, w: w @ (a * b)), (lambda a, b, w: jnp.sum(w[:, None] * a * b, axis=0))
 
 
 def _require_saving(bytes_saved) -> None:
@@ -259,8 +272,8 @@ def _require_saving(bytes_saved) -> None:
 
 @exercise_checker("column sums that write the product to memory")
 def check_sums_through_memory(sums_through_memory):
-    """`sums_through_memory(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled
-    so that XLA writes `a * b` to memory before it sums."""
+    """`sums_through_memory(a, b, w)`: the column sums of `w[:, None] * a * b`, eagerly and
+    under jit, compiled so that XLA writes `a * b` to memory before it sums."""
     require(
         callable(sums_through_memory),
         "pass the function itself: check_sums_through_memory(sums_through_memory).",
@@ -271,8 +284,8 @@ def check_sums_through_memory(sums_through_memory):
 
 @exercise_checker("column sums in one loop")
 def check_sums_in_one_loop(sums_in_one_loop):
-    """`sums_in_one_loop(a, b)`: the column sums of `a * b`, eagerly and under jit, compiled so
-    that XLA writes no array as large as `a * b` to memory."""
+    """`sums_in_one_loop(a, b, w)`: the column sums of `w[:, None] * a * b`, eagerly and under
+    jit, compiled so that XLA writes no array as large as `a * b` to memory."""
     require(
         callable(sums_in_one_loop),
         "pass the function itself: check_sums_in_one_loop(sums_in_one_loop).",

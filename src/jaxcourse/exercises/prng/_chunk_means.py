@@ -67,6 +67,24 @@ def _require_vmap_over_keys(
     )
 
 
+def _require_no_fixed_supply_of_keys(
+    chunk_means: Callable, key: jax.Array, n_chunks: int, chunk_size: int
+) -> None:
+    """Fails when the program splits the key into more keys than there are chunks and keeps the
+    first n_chunks: extendable only up to that fixed number, and paying for every key."""
+    jaxpr = _jaxpr_of(lambda k: chunk_means(k, n_chunks, chunk_size), key, "chunk_means")
+    for eqn in equations(jaxpr):
+        if eqn.primitive.name != "random_split":
+            continue
+        made = math.prod(eqn.params.get("shape", ()))
+        require(
+            made <= n_chunks,
+            f"for {n_chunks} chunks your program splits the key into {made} keys and keeps the "
+            f"first {n_chunks}: it extends only up to {made} chunks and makes all {made} keys every "
+            "time. Give chunk i the key jax.random.fold_in(key, i), which exists for every i.",
+        )
+
+
 def _require_extendable(
     chunk_means: Callable, key: jax.Array, chunk_size: int, layout: str
 ) -> None:
@@ -140,6 +158,7 @@ def check_chunk_means(chunk_means: Callable) -> None:
     _require_extendable(chunk_means, key, chunk_size, "with the default generator")
     with jax.threefry_partitionable(False):
         _require_extendable(chunk_means, key, chunk_size, "with jax_threefry_partitionable off")
+    _require_no_fixed_supply_of_keys(chunk_means, key, n_chunks, chunk_size)
     _require_vmap_over_keys(chunk_means, key, n_chunks, chunk_size)
     jitted = _call(
         jax.jit(chunk_means, static_argnums=(1, 2)),

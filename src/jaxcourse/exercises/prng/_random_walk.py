@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from ...checks import close, exercise_checker, require, require_array
-from .._jaxpr import primitive_names
+from .._jaxpr import equations, inner_jaxprs, primitive_names
 from ._common import _call, _jaxpr_of, require_key_discipline
 
 WALK_LENGTHS = (40, 1)
@@ -133,6 +133,13 @@ def check_random_walk(random_walk: Callable) -> None:
     require_key_discipline(lambda k: random_walk(k, n_steps), key, "random_walk")
     for length in WALK_LENGTHS:
         _require_reference_stream(_walk_positions(random_walk, key, length), key, length)
+    scans = [eqn for eqn in equations(jaxpr) if eqn.primitive.name == "scan"]
+    require(
+        any("random_bits" in primitive_names(body) for eqn in scans for body in inner_jaxprs(eqn)),
+        "you drew every step before the scan, and the scan only adds them up: the keys never "
+        "reach it. Pass the step keys as scan's xs and draw inside the step function, "
+        "jax.random.normal(step_key), as a step that depends on the position would have to.",
+    )
     with jax.threefry_partitionable(False):
         require(
             close(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 
@@ -38,16 +39,23 @@ def _add_one(x):
     return x + 1.0
 
 
+def _outer_sum_of_squares(v):
+    return (jnp.outer(v, v) ** 2).sum()
+
+
 _SQUARE_MATMUL = _not_run(_square_matmul)
 _ADD_ONE = _not_run(_add_one)
+_OUTER_SUM_OF_SQUARES = _not_run(_outer_sum_of_squares)
 
 _MACHINES = {
     "a laptop CPU (100 GFLOP/s, 20 GB/s)": (100e9, 20e9),
     "a GPU (100 TFLOP/s, 2 TB/s)": (100e12, 2e12),
     "a machine with slow memory (1 TFLOP/s, 1 GB/s)": (1e12, 1e9),
 }
-"""Ridges of 5, 50 and 1,000 FLOPs per byte: the compiled programs below lie at 0.125, 16, 64 and
-4 FLOPs per byte, so that each machine splits them differently; the lowered matmuls (before
+"""Ridges of 5, 50 and 1,000 FLOPs per byte: the compiled programs below lie at 0.125 (x + 1, on a
+vector and on a matrix), about 190 (a vector's outer product, squared and summed, fused), 16, 64
+and 4 FLOPs per byte, so that each machine splits them differently, and neither x's rank nor its
+shape tells the bound without fn; the lowered matmuls (before
 compilation) at 10.7, 42.7 and 2.7, on the other side of the GPU's ridge for the largest one; and
 x + 1 below the laptop's inverse ridge, bandwidth / peak_flops = 0.2, so that an inverted ridge
 gives answers of both kinds."""
@@ -63,6 +71,10 @@ _BOUND_CASES = [
     ("a 64 x 64 matmul", _SQUARE_MATMUL, (64, 64)),
     ("a 256 x 256 matmul", _SQUARE_MATMUL, (256, 256)),
     ("a 16 x 16 matmul", _SQUARE_MATMUL, (16, 16)),
+    # x's shape alone does not tell the bound: an elementwise kernel on a matrix of the shape of a
+    # matmul above, and a kernel of a vector that does many FLOPs per byte.
+    ("x + 1 on a 256 x 256 matrix", _ADD_ONE, (256, 256)),
+    ("the sum of squares of a 512-vector's outer product", _OUTER_SUM_OF_SQUARES, (512,)),
 ]
 
 
@@ -159,6 +171,7 @@ def _diagnose(answers: dict, expected: dict, costs: dict[str, Cost]) -> None:
         "bytes for its FLOPs: memory-bound.",
     )
     machines = list(_MACHINES)
+    _require_answers_depend_on_fn(answers, expected, costs)
     if all(len({answers[machine, case] for machine in machines}) == 1 for case in costs):
         changes = next(
             case for case in costs if len({expected[machine, case] for machine in machines}) > 1
@@ -207,3 +220,22 @@ def _diagnose(answers: dict, expected: dict, costs: dict[str, Cost]) -> None:
         f"(intensity {program.intensity:.3g}); the ridge is {ridges[machine]:g} FLOPs per byte, "
         f"so the program is {expected[wrong]}-bound, not {answers[wrong]}-bound."
     )
+
+
+def _require_answers_depend_on_fn(answers: dict, expected: dict, costs: dict[str, Cost]) -> None:
+    """Fails when two programs of one argument shape get the same answers on every machine
+    although their bounds differ: the answer read x's shape and never looked at fn."""
+    shape_of = {case: shape for case, _, shape in _BOUND_CASES}
+    for first, second in itertools.combinations(costs, 2):
+        if shape_of[first] != shape_of[second]:
+            continue
+        same = all(answers[m, first] == answers[m, second] for m in _MACHINES)
+        differ = next((m for m in _MACHINES if expected[m, first] != expected[m, second]), None)
+        require(
+            not (same and differ),
+            f"you gave the same answers for {first} and for {second} on every machine, yet on "
+            f"{differ} the first is {expected[differ, first]}-bound ({costs[first].intensity:.3g} "
+            f"FLOPs per byte) and the second {expected[differ, second]}-bound "
+            f"({costs[second].intensity:.3g}): the bound depends on what fn computes, not on x's "
+            "shape alone. Compile jax.jit(fn) for x and read its cost_analysis().",
+        )

@@ -16,7 +16,7 @@ from ...checks import (
     require,
     require_accepts,
 )
-from ...profiling import TraceEvent, capture, of_kind, read_trace
+from ...profiling import TraceEvent, capture, contains, of_kind, read_trace
 
 HINTS = {
     "check_most_expensive_op": (
@@ -90,6 +90,15 @@ _OPERATION_CASES = [
         "dot.5",
     ),
     (
+        "a call thunk 'call.6' holding a 'fusion.8' and a 'dot.6'",
+        [
+            _event("call.6", 0, 100),
+            _event("fusion.8", 5, 30),
+            _event("dot.6", 40, 55),
+        ],
+        "dot.6",
+    ),
+    (
         "one 'dot.4' of 60 µs and three 'fusion.9' of 15 µs",
         [
             _event("fusion.9", 0, 15),
@@ -102,13 +111,7 @@ _OPERATION_CASES = [
 ]
 
 
-def _contains(outer: TraceEvent, inner: TraceEvent) -> bool:
-    return (
-        outer is not inner
-        and outer.thread == inner.thread
-        and outer.start_us <= inner.start_us
-        and inner.end_us <= outer.end_us
-    )
+_contains = contains
 
 
 def _leaf_time_by_name(events) -> dict[str, float]:
@@ -191,6 +194,14 @@ _MISTAKES = [
         "you returned the name with the most events, not the most time: add up the durations of "
         "each name's events",
         lambda events: _largest(_counts(_leaves(of_kind(events, "thunk")))),
+    ),
+    (
+        "you left out the thunks whose names start with 'while', but a thunk holding others may "
+        "have any name (a call, a conditional): leave out each thunk that contains another one on "
+        "the same thread, whatever its name",
+        lambda events: _largest(
+            _totals([e for e in of_kind(events, "thunk") if not e.name.startswith("while")])
+        ),
     ),
     (
         "you did not count a thunk that starts or ends at the same time as the loop thunk holding "

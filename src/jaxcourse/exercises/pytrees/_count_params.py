@@ -45,6 +45,11 @@ def _count_params_cases() -> list[tuple[str, object, int]]:
             2 * 3 + 3 + 1,
         ),
         (
+            "a dict of a Python bool and a NumPy float64 array of shape (2, 3)",
+            {"trainable": True, "scale": np.ones((2, 3), np.float64)},
+            1 + 6,
+        ),
+        (
             "the optax.adam state of that MLP",
             optax.adam(1e-3).init(mlp),
             1 + 2 * (3 * 16 + 16 + 16 * 2 + 2),

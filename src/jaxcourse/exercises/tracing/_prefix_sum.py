@@ -5,12 +5,19 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import jax
+import jax.extend.core
 import jax.numpy as jnp
 import numpy as np
 
 from ...checks import close, exercise_checker, require, require_array, require_callable
 from ...tracecount import count_traces
-from .._jaxpr import primitive_names, traced_program
+from .._jaxpr import (
+    condition_influenced,
+    equations,
+    influenced_by,
+    primitive_names,
+    traced_program,
+)
 from ._common import _NON_HASHABLE_STATIC, _run
 
 HINTS: dict[str, tuple[str, ...]] = {
@@ -118,40 +125,57 @@ def check_prefix_sum(prefix_sum: Callable) -> None:
 
 
 _CUMULATIVE = {"cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"}
-_READ_AT_A_POSITION = {
-    "dynamic_slice",
-    "gather",
-    "dynamic_update_slice",
-    "scatter",
-    "scatter-add",
-    "scatter_add",
+
+
+_POSITION_OPERANDS = {
+    "dynamic_slice": slice(1, None),
+    "gather": slice(1, 2),
+    "dynamic_update_slice": slice(2, None),
+    "scatter": slice(1, 2),
+    "scatter-add": slice(1, 2),
+    "scatter_add": slice(1, 2),
 }
+"""For each primitive that reads or writes at a computed position, its operands that give it."""
 
 
 def _require_one_masked_pass(prefix_sum: Callable, x, n, hints) -> None:
-    """The method: one pass over all of x, selected by a mask of positions compared with n. The
-    jaxpr must hold no cumulative primitive, no read at a position computed from n, no loop."""
-    primitives = set(
-        primitive_names(traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints)))
-    )
+    """The method: one pass over all of x, the same for every n, selected by comparing positions
+    with n. The jaxpr must hold no cumulative primitive, no read at a position computed from n
+    and no loop whose number of steps depends on n; a loop over all of x that masks each entry
+    by its index (i < n) is one such pass."""
+    jaxpr = traced_program(prefix_sum, x, n, what="prefix_sum", hints=tuple(hints))
+    primitives = set(primitive_names(jaxpr))
     require(
         not primitives & _CUMULATIVE,
         "the values are right, but a cumulative sum followed by a read at position n skips the lesson: "
         "it computes every prefix to keep one. Compare positions with n instead, "
         "jnp.arange(x.shape[0]) < n, and sum the entries the mask keeps.",
     )
+    from_n = influenced_by(jaxpr, [jaxpr.jaxpr.invars[1]])
+    loops = [eqn for eqn in equations(jaxpr) if eqn.primitive.name == "while"]
     require(
-        "while" not in primitives,
-        "the values are right, but a loop whose trip count is n (lax.fori_loop) is the other fix; this "
-        "exercise practises the mask: jnp.where(jnp.arange(x.shape[0]) < n, x, 0.0), then one sum.",
+        not any(condition_influenced(eqn, from_n) for eqn in loops),
+        "the values are right, but a loop whose trip count is n (lax.fori_loop(0, n, ...)) is the "
+        "other fix; this exercise practises the mask: jnp.where(jnp.arange(x.shape[0]) < n, x, "
+        "0.0), then one sum (or a loop over all of x that masks each entry by its index).",
     )
+    reads_from_n = [
+        eqn.primitive.name
+        for eqn in equations(jaxpr)
+        if eqn.primitive.name in _POSITION_OPERANDS
+        and any(
+            isinstance(v, jax.extend.core.Var) and v in from_n
+            for v in eqn.invars[_POSITION_OPERANDS[eqn.primitive.name]]
+        )
+    ]
     require(
-        not primitives & _READ_AT_A_POSITION,
+        not reads_from_n,
         "the values are right, but your program reads x (or an array made from it) at a position "
         "computed from n (an index x[n] or a dynamic_slice). Keep every read fixed and select with a "
         "mask: jnp.arange(x.shape[0]) < n.",
     )
+    looped = bool(loops) or "scan" in primitives
     require(
-        "iota" in primitives,
+        "iota" in primitives or looped,
         "the values are right, but no mask of positions was built: compare jnp.arange(x.shape[0]) with n.",
     )

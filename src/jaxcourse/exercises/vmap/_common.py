@@ -25,9 +25,10 @@ def _shape(value) -> tuple | None:
 
 
 @contextlib.contextmanager
-def _batching_depths():
+def _batched_primitives():
     """Records, for every primitive JAX batches while the block runs, how many `vmap`s it sits
-    under (a list of depths, empty when nothing was batched).
+    under and the shapes of its operands as the function being mapped sees them (one example's
+    shape): a list of `(depth, shapes)`, empty when nothing was batched.
 
     It watches JAX's batching interpreter (internal API, pinned jax version); where that
     interpreter is missing, yields None and the method goes unchecked.
@@ -40,7 +41,7 @@ def _batching_depths():
     except (ImportError, AttributeError):
         yield None
         return
-    depths: list[int] = []
+    seen: list[tuple[int, tuple]] = []
 
     def depth(trace) -> int:
         levels = 0
@@ -49,29 +50,44 @@ def _batching_depths():
             trace = getattr(trace, "parent_trace", None)
         return levels
 
-    def recording(self, *args, **kwargs):
-        depths.append(depth(self))
-        return original(self, *args, **kwargs)
+    def recording(self, primitive, tracers, *args, **kwargs):
+        shapes = tuple(tuple(operand.aval.shape) for operand in tracers if hasattr(operand, "aval"))
+        seen.append((depth(self), shapes))
+        return original(self, primitive, tracers, *args, **kwargs)
 
     batch_trace.process_primitive = recording
     try:
-        yield depths
+        yield seen
     finally:
         batch_trace.process_primitive = original
 
 
 def _vmap_depth(answer, *args, what: str) -> int | None:
     """How many nested `vmap`s the answer's program uses (0: none), traced afresh."""
-    with _batching_depths() as depths:
+    with _batched_primitives() as seen:
         traced_program(answer, *args, what=what)
-    if depths is None:
+    if seen is None:
         return None
-    return max(depths, default=0)
+    return max((depth for depth, _ in seen), default=0)
 
 
 def _require_vmap(answer, args: tuple, levels: int, hint: str, what: str) -> None:
     depth = _vmap_depth(answer, *args, what=what)
     require(depth is None or depth >= levels, hint)
+
+
+def _require_mapped_function_reads(
+    answer, args: tuple, levels: int, shape: tuple, hint: str, what: str
+) -> None:
+    """Fails with `hint` unless an operation under `levels` nested vmaps reads a value of one
+    example's `shape` (such as one row of xs): the mapped function itself computes the answer,
+    rather than a vmap wrapped round a result computed outside it."""
+    with _batched_primitives() as seen:
+        traced_program(answer, *args, what=what)
+    require(
+        seen is None or any(depth >= levels and tuple(shape) in shapes for depth, shapes in seen),
+        hint,
+    )
 
 
 def _require_values(

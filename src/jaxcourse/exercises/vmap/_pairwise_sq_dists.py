@@ -14,6 +14,7 @@ from ...checks import (
 from ._common import (
     _fresh_sizes,
     _grows_with_batch,
+    _require_mapped_function_reads,
     _require_not_like,
     _require_values,
     _require_vmap,
@@ -95,6 +96,17 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
         "the values are right, but your program is not two nested vmaps (it broadcasts by hand, or "
         "vmaps once): map sq_dist over ys with jax.vmap(sq_dist, in_axes=(None, 0)), then map that "
         "over xs with in_axes=(0, None).",
+        what="pairwise_sq_dists",
+    )
+    _require_mapped_function_reads(
+        pairwise_sq_dists,
+        (jnp.ones((next(_fresh_sizes), 3)), jnp.ones((fresh + 1, 3))),  # a size never traced
+        2,
+        (3,),
+        "the values are right, but the function under your two vmaps never reads a point: the "
+        "distances are computed outside vmap (by broadcasting by hand) and the vmaps only pass "
+        "them through. Nest vmaps round sq_dist itself, so that it gets one point of xs and one "
+        "of ys.",
         what="pairwise_sq_dists",
     )
 

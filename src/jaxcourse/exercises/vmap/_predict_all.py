@@ -15,6 +15,7 @@ from ._common import (
     _fresh_sizes,
     _grows_with_batch,
     _require_float32,
+    _require_mapped_function_reads,
     _require_not_like,
     _require_values,
     _require_vmap,
@@ -121,6 +122,17 @@ def check_predict_all(predict_all) -> None:
         "the values are right, but no vmap batched them: you wrote the batched product by hand "
         "(such as xs @ weights.T + bias). This exercise practises jax.vmap: map affine over the rows "
         "with jax.vmap(affine, in_axes=(None, None, 0)).",
+        what="predict_all",
+    )
+    _require_mapped_function_reads(
+        predict_all,
+        (weights, bias, jnp.ones((next(_fresh_sizes), 3), jnp.float32)),  # a size never traced
+        1,
+        (3,),
+        "the values are right, but the function you vmap never reads an example of xs: the "
+        "predictions are computed outside vmap (such as xs @ weights.T + bias, by hand) and the "
+        "vmap only passes them through. Map affine itself over the rows of xs, "
+        "jax.vmap(affine, in_axes=(None, None, 0)).",
         what="predict_all",
     )
 
