@@ -291,7 +291,7 @@ def call_answer(answer, *args, what: str = "your function", hints: tuple = ()):
 class _Container:
     """The snapshot of a list, tuple or dict: the object itself and its items' snapshots."""
 
-    original: object
+    original: list | tuple | dict
     items: dict
 
 
@@ -310,7 +310,7 @@ def _snapshot(value):
     return value
 
 
-def _changed(value, snapshot) -> str:
+def _changed(value: Any, snapshot: Any) -> str:
     """How `value` differs from its `snapshot`, in words ('' when it does not)."""
     import numpy as np
 

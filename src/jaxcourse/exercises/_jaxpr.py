@@ -135,6 +135,7 @@ def _nested(eqn) -> list:
         ]
     found = []
     for inner in inner_jaxprs(eqn):
+        inputs: list[int | None]
         if len(inner.invars) == len(eqn.invars):  # jit, scan: one to one
             inputs = list(range(len(eqn.invars)))
         elif name == "cond" and len(inner.invars) == len(eqn.invars) - 1:  # after the index
