@@ -521,9 +521,12 @@ class Handler(BaseHTTPRequestHandler):
             else:
                 self._json(HTTPStatus.OK, self.room.receive(json.loads(body)))
         except (ValueError, RecursionError) as error:  # bad JSON (ValueError) or Rejected
-            self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)[:200]})
+            self._json(HTTPStatus.BAD_REQUEST, {"error": checks.shorten(str(error), 200)})
         except OSError as error:  # the data file could not be written: the client may retry
-            self._json(HTTPStatus.SERVICE_UNAVAILABLE, {"error": f"not saved: {error}"[:200]})
+            self._json(
+                HTTPStatus.SERVICE_UNAVAILABLE,
+                {"error": checks.shorten(f"not saved: {error}", 200)},
+            )
 
 
 class _Server(ThreadingHTTPServer):
