@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import jax
-from jax.experimental import pallas as pl
 
 from ...checks import call_answer, exercise_checker, require, require_callable
+from ._add_vectors import require_vector_layout
 from ._common import (
     CALL_HINTS,
     random_array,
-    require_blocks,
     require_close,
-    require_grid,
-    require_index_map,
     result_of,
-    the_call,
 )
 
-BLOCK = 128
 LENGTHS = (1024, 1000, 7)
 
 HINTS = {
@@ -46,14 +41,7 @@ def check_add_in_place(add_in_place) -> None:
     for seed, n in enumerate(LENGTHS):
         x, y = random_array((n,), 2 * seed), random_array((n,), 2 * seed + 1)
         shapes = f"vectors of length {n}"
-        layout = the_call(add_in_place, x, y, what="add_in_place")
-        grid = (pl.cdiv(n, BLOCK),)
-        require_blocks(layout.inputs, (BLOCK,), "input")
-        require_blocks(layout.outputs, (BLOCK,), "output")
-        require_grid(layout, grid, "one program per block of 128 entries", shapes)
-        for position, block in enumerate(layout.inputs):
-            require_index_map(block, grid, lambda i: (i,), f"input {position}")
-        require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")
+        layout = require_vector_layout(add_in_place, x, y, "add_in_place")
         aliases = layout.input_output_aliases
         require(
             aliases != ((1, 0),),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from jax.experimental import pallas as pl
 
 from ...checks import exercise_checker, require_callable
+from ...pallas_kernels import CallLayout
 from ._common import (
     random_array,
     require_blocks,
@@ -30,20 +31,29 @@ HINTS = {
 }
 
 
+def require_vector_layout(answer, x, y, what: str) -> CallLayout:
+    """The layout of `answer(x, y)`'s pallas_call, failing unless it runs one program per block
+    of `BLOCK` entries with blocks of `BLOCK` and index map i -> (i,) for every operand
+    (Exercises 1 and 6)."""
+    n = x.shape[0]
+    layout = the_call(answer, x, y, what=what)
+    grid = (pl.cdiv(n, BLOCK),)
+    require_blocks(layout.inputs, (BLOCK,), "input")
+    require_blocks(layout.outputs, (BLOCK,), "output")
+    require_grid(layout, grid, "one program per block of 128 entries", f"vectors of length {n}")
+    for position, block in enumerate(layout.inputs):
+        require_index_map(block, grid, lambda i: (i,), f"input {position}")
+    require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")
+    return layout
+
+
 @exercise_checker("Exercise 1 (a vector add on a grid)")
 def check_add_vectors(add_vectors) -> None:
     require_callable(add_vectors, "add_vectors")
     for seed, n in enumerate(LENGTHS):
         x, y = random_array((n,), 2 * seed), random_array((n,), 2 * seed + 1)
         shapes = f"vectors of length {n}"
-        layout = the_call(add_vectors, x, y, what="add_vectors")
-        grid = (pl.cdiv(n, BLOCK),)
-        require_blocks(layout.inputs, (BLOCK,), "input")
-        require_blocks(layout.outputs, (BLOCK,), "output")
-        require_grid(layout, grid, "one program per block of 128 entries", shapes)
-        for position, block in enumerate(layout.inputs):
-            require_index_map(block, grid, lambda i: (i,), f"input {position}")
-        require_index_map(layout.outputs[0], grid, lambda i: (i,), "the output")
+        require_vector_layout(add_vectors, x, y, "add_vectors")
         got = result_of(add_vectors, (x, y), (n,), "add_vectors", "x + y")
         require_close(
             got,
