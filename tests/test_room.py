@@ -74,9 +74,11 @@ class Running:
 
 
 @pytest.fixture(autouse=True)
-def fresh_help_record(monkeypatch):
-    """Hints and solutions another test in this process asked for are not this test's."""
+def fresh_session(monkeypatch):
+    """Verdicts, hints and solutions that another test in this process caused are not this
+    test's: `room.join` reports the session's verdicts so far."""
     monkeypatch.setattr(ladder, "_USED", {})
+    monkeypatch.setattr(checks, "_VERDICTS", [])
 
 
 @pytest.fixture
