@@ -13,3 +13,18 @@ import pytest  # noqa: E402
 def key():
     """A fresh typed PRNG key."""
     return jax.random.key(0)
+
+
+@pytest.fixture(scope="module")
+def extra_arguments():
+    """Values for the checkers' arguments after the answer (the sharding chapters' mesh), for
+    the tests that call every checker."""
+    from jaxcourse import parallel
+
+    previous = jax.config.jax_default_device
+    devices = parallel.course_devices()
+    yield {
+        "n_devices": len(devices),
+        "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices),
+    }
+    jax.config.update("jax_default_device", previous)

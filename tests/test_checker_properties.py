@@ -26,24 +26,12 @@ import pytest
 from exercise_references import reference_call
 from test_checkers_never_crash import CHECKERS
 
-from jaxcourse import checks, parallel
+from jaxcourse import checks
 
 # Every checker, several times: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
 
 IDS = [name for name, _ in CHECKERS]
-
-
-@pytest.fixture(scope="module")
-def extra_arguments():
-    """Values for the checkers' arguments after the answer (the sharding chapters' mesh)."""
-    previous = jax.config.jax_default_device
-    devices = parallel.course_devices()
-    yield {
-        "n_devices": len(devices),
-        "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices),
-    }
-    jax.config.update("jax_default_device", previous)
 
 
 def _setup(name, checker, extra_arguments):

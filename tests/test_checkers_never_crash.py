@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import pytest
 
 import jaxcourse.exercises
-from jaxcourse import checks, parallel
+from jaxcourse import checks
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
@@ -66,18 +66,6 @@ MALFORMED = {
     "a lambda of wrong arity": (lambda: 1.0, False),
     "an empty class": (_EmptyClass, False),
 }
-
-
-@pytest.fixture(scope="module")
-def extra_arguments():
-    """Values for the checkers' arguments after the answer (the sharding chapter's device setup)."""
-    previous = jax.config.jax_default_device
-    devices = parallel.course_devices()
-    yield {
-        "n_devices": len(devices),
-        "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices),
-    }
-    jax.config.update("jax_default_device", previous)
 
 
 def test_checkers_are_discovered():
