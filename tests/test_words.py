@@ -85,3 +85,13 @@ def test_the_command_prints_each_page(capsys):
     assert f"main path {counted.main_words} words" in line
     assert f"{counted.total_words} words in all" in line
     assert 0 < counted.main_words < counted.total_words
+
+
+def test_the_exercises_are_counted_apart_within_the_main_path():
+    page = "## Reading\n\nOne two three.\n\n## Exercises {#sec-x-exercises}\n\nFour five.\n\n" + (
+        "```{python}\nanswer = None\n```\n"
+    )
+    counted = words.count(page)
+    assert (counted.main_words, counted.main_code_lines) == (7, 1)
+    assert (counted.exercise_words, counted.exercise_code_lines) == (3, 1)  # 'Exercises' counts
+    assert counted.minutes_before_exercises == 4 / words.WORDS_PER_MINUTE
