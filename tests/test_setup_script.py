@@ -821,3 +821,19 @@ def test_a_wheel_folder_made_online_installs_with_no_index(tmp_path):
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.split() == [str(course / "src" / "tinycourse" / "__init__.py"), "42"]
+
+
+@pytest.mark.parametrize("page", ["prepare.qmd", "instructors.qmd"])
+def test_the_pages_wheel_folder_commands_are_the_tools(page):
+    """Every `python -m tools.install wheelhouse ...` and `--wheelhouse` command a page shows
+    parses as the tool's and the set-up's, with platforms the tool knows."""
+    text = (ROOT / page).read_text()
+    commands = re.findall(r"python -m tools\.install (wheelhouse [^`#\n]*)", text)
+    assert commands, page
+    for command in commands:
+        args = install.build_parser().parse_args(command.split())
+        assert set(args.platform) <= set(install.PLATFORMS)
+    for name in re.findall(r"--platform (\S+?)`?[ )`]", text):
+        assert name in install.PLATFORMS, name
+    for line in re.findall(r"bash scripts/check-setup\.sh .*--wheelhouse.*", text):
+        assert "--part1" in line, line

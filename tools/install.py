@@ -81,14 +81,27 @@ WHEELHOUSE_MODE = "part1"
 """What a wheel folder holds: a one-day workshop's install (Part I; torch alone is 200 MB to
 2.8 GB more)."""
 
+OLDEST_GLIBC_MINOR = 31
+"""A Linux wheel folder is for glibc 2.31 or newer (Ubuntu 20.04 and later); the pinned jaxlib
+itself needs 2.27."""
+
+
+def _manylinux(arch: str) -> tuple[str, ...]:
+    """Every manylinux tag a system with glibc 2.OLDEST_GLIBC_MINOR accepts (pip's `--platform`
+    does not add the older ones itself, except manylinux2010 and manylinux1 for manylinux2014)."""
+    newest_first = range(OLDEST_GLIBC_MINOR, 16, -1)
+    return (*(f"manylinux_2_{minor}_{arch}" for minor in newest_first), f"manylinux2014_{arch}")
+
+
 PLATFORMS = {
-    "linux-x86_64": ("manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64"),
-    "linux-aarch64": ("manylinux_2_27_aarch64", "manylinux_2_17_aarch64", "manylinux2014_aarch64"),
-    "macos-arm64": ("macosx_14_0_arm64", "macosx_11_0_arm64"),
+    "linux-x86_64": _manylinux("x86_64"),
+    "linux-aarch64": _manylinux("aarch64"),
+    "macos-arm64": ("macosx_12_0_arm64",),
 }
 """The systems the course runs on (scripts/setup.sh), as pip's platform tags for `pip download
---platform`: every tag a wheel of the pinned versions may carry there (pip takes each tag as given,
-without the older ones a running system would also accept). WSL is linux-x86_64."""
+--platform`. WSL is linux-x86_64. macOS: wheels for macOS 12 or newer, every Apple Silicon Mac but
+those still on macOS 11 (pip adds the older macOS tags and universal2 itself; SciPy's oldest arm64
+wheel is for macOS 12)."""
 
 DEV_REQUIREMENTS = "requirements-dev.txt"
 """The developers' tools, on top of requirements.txt (which it includes with `-r`)."""
@@ -379,7 +392,8 @@ def wheelhouse(
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of `python -m tools.install` (the pages' commands are checked with it)."""
     parser = argparse.ArgumentParser(
         prog="python -m tools.install", description=__doc__.split("\n")[0]
     )
@@ -401,7 +415,11 @@ def main(argv: list[str] | None = None) -> int:
     wheel_parser.add_argument(
         "--python-version", help="with --platform: the participants' Python, such as 3.12"
     )
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if args.command == "wheelhouse":
         try:
             print(wheelhouse(args.folder, args.platform, args.python_version))
