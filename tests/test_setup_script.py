@@ -762,8 +762,8 @@ def test_a_wheel_folder_made_online_installs_with_no_index(tmp_path):
     """The pair for real, on a tiny course: `python -m tools.install wheelhouse` downloads its
     Part I requirements and the build back-end; setup.sh --part1 --wheelhouse then installs them,
     and the package in editable mode, into a fresh venv with every index out of reach (pip's
-    configuration ignored, its index a closed port). By hand, the course's own 240 MB folder
-    installs with the network cut: `unshare -rn bash scripts/check-setup.sh --part1 --wheelhouse DIR`.
+    configuration ignored, its index a closed port). The course's own 240 MB folder is checked by
+    hand with the network cut (CONTRIBUTING.md, "How the course is built and set up").
     """
     course = tiny_course(tmp_path / "course")
     folder = tmp_path / "wheels"
