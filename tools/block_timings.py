@@ -66,11 +66,12 @@ def execute(path: Path, env: dict[str, str] | None = None) -> tuple[float, nbfor
         os.environ.update(saved)
 
 
-def measure(root: Path = ROOT) -> dict:
+def measure(root: Path = ROOT, only: list[str] | None = None) -> dict:
     """Runs every block notebook and times it: the solution notebook (and each reference
     solution's cells, checker included) and the exercise notebook without the persistent
     compilation cache, as CI runs them; then the solution notebook with a new, empty cache
-    folder, once filling it and once reading it (what `--warm` buys on the day), twice over."""
+    folder, once filling it and once reading it (what `--warm` buys on the day), twice over.
+    With `only`, just those blocks."""
     import tempfile
 
     from jaxcourse import compilation_cache
@@ -80,6 +81,8 @@ def measure(root: Path = ROOT) -> dict:
     machine = environment_line().removeprefix("Executed with ").rstrip(".")
     result = {"machine": f"{machine}, {cores} CPU cores", "blocks": {}}
     for block in notebook_blocks(root):
+        if only and block.id not in only:
+            continue
         solution = root / "notebooks" / block.notebook(False)
         entry = {}
         wall, executed = execute(solution)

@@ -7,8 +7,9 @@ Usage, from the repository root:
     python -m tools.blocks --check    # report block notebooks that are out of date (exit 1)
     python -m tools.blocks --time     # print each plan's arithmetic: slack, breaks, and the
                                       # longest stretch of talk and demonstration without a challenge
-    python -m tools.blocks --measure  # execute each block notebook, time it and each reference
-                                      # solution, and write workshop/timings.json
+    python -m tools.blocks --measure [BLOCK ...]  # execute each block notebook (or those named),
+                                      # time it and each reference solution, write
+                                      # workshop/timings.json
     python -m tools.blocks --warm     # run every block notebook once, so that JAX's persistent
                                       # compilation cache holds their programs the next day
     python -m tools.blocks --cache-env  # the variables that turn that cache on (for Jupyter)
@@ -24,6 +25,8 @@ and tests import; the work is done by, from the bottom up:
 - `tools.block_notebooks`: the block notebooks, written from the chapters;
 - `tools.block_timings`: their measured run times and the compilation cache;
 - `tools.workshop_pages`: the pages' generated tables and lists;
+- `tools.wrong_answers`: the wrong answers the tests feed each checker;
+- `tools.block_prerequisites`: what each exercise needs against what the day showed before it;
 - `tools.instructor_notes`: the per-block instructor notes.
 """
 
@@ -46,6 +49,7 @@ from tools.block_notebooks import (  # noqa: F401 (the names the pages and tests
     used_imports,
     write,
 )
+from tools.block_prerequisites import Gap, untaught  # noqa: F401
 from tools.block_timings import (  # noqa: F401
     TIMINGS_FILE,
     cache_env,
@@ -64,9 +68,10 @@ from tools.cell_names import (  # noqa: F401
 )
 from tools.chapter_structure import load_chapter, parse_chapter, section_text  # noqa: F401
 from tools.instructor_notes import (  # noqa: F401
-    _checker_of,
+    checkpoints,
+    chosen_mistakes,
+    demo_cells,
     instructor_blocks_markdown,
-    stuck_points,
 )
 from tools.workshop_pages import (  # noqa: F401
     cache_markdown,
@@ -83,19 +88,29 @@ from tools.workshop_plan import (  # noqa: F401
     ROOT,
     Block,
     Slot,
+    arithmetic,
+    arithmetic_text,
     blocks,
     days,
+    listening_stretches,
     load_plan,
     schedule,
     stretches,
 )
+from tools.wrong_answers import _checker_of, stuck_points, wrong_answers  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--check", action="store_true", help="only report stale block notebooks")
-    group.add_argument("--time", action="store_true", help=f"measure, write {TIMINGS_FILE}")
+    group.add_argument("--time", action="store_true", help="print each plan's arithmetic")
+    group.add_argument(
+        "--measure",
+        nargs="*",
+        metavar="BLOCK",
+        help=f"measure (every block, or those named) and write {TIMINGS_FILE}",
+    )
     group.add_argument("--warm", action="store_true", help="fill the compilation cache")
     group.add_argument("--cache-env", action="store_true", help="print the cache's variables")
     group.add_argument("--copy", action="store_true", help="copy the exercises to my-work/blocks/")
@@ -115,7 +130,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.warm:
         return warm(root)
     if args.time:
-        timings = measure(root)
+        for name, title in (("one_day", "One-day plan"), ("two_day", "Two-day plan")):
+            print(f"{title}:\n{arithmetic_text(name, root)}\n")
+        return 0
+    if args.measure is not None:
+        timings = measure(root, args.measure or None)
+        if args.measure:  # the other blocks keep their timings, if taken on the same machine
+            kept = load_timings(root)
+            if kept.get("machine") != timings["machine"]:
+                print(
+                    f"refused: {TIMINGS_FILE} was measured on {kept.get('machine')!r}; measure all"
+                )
+                return 1
+            timings = {**kept, "blocks": {**kept["blocks"], **timings["blocks"]}}
         (root / TIMINGS_FILE).write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
         print("wrote", TIMINGS_FILE)
         return 0

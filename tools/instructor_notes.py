@@ -1,149 +1,186 @@
-"""Instructor notes per block: what to demonstrate and skip, timings, and where people get stuck,
-read from the checkers' wrong-answer tests."""
+"""Instructor notes per block, generated with the block: the plan's hand-written notes (key
+points, a "predict the output" question, what to cut when late, an extension, the debrief) and what
+is derived (the live-coding script from the block's demonstrated cells, the two mistakes from the
+checkers' wrong-answer tests, the clock checkpoints from the one-day schedule); then what to
+demonstrate and skip, the measured timings, and every wrong answer the tests pin."""
 
 from __future__ import annotations
 
-import ast
-import functools
-import re
 from pathlib import Path
 
 from tools.block_timings import load_timings
 from tools.chapter_structure import Chapter, load_chapter
-from tools.workshop_pages import _chapter_link, _refs
-from tools.workshop_plan import ROOT, blocks
+from tools.workshop_pages import _chapter_link, _clock, _refs, segments_text
+from tools.workshop_plan import ROOT, Block, blocks, days, schedule
+from tools.wrong_answers import WrongAnswer, _checker_of, wrong_answers
+
+START = 9 * 60
+"""The clock time the checkpoints assume the day starts at (9:00)."""
 
 
-def _checker_of(chapter: Chapter, section_id: str) -> str | None:
-    """The checker an exercise section calls (its last call)."""
-    section = chapter.section(section_id)
-    calls = []
-    for chunk in chapter.chunks:
-        if section.start < chunk.start < section.end:
-            calls += re.findall(r"(?<![\w.])(?:\w+\.)?(check_\w+)\(", chunk.code)
-    return calls[-1] if calls else None
-
-
-def _what(node: ast.AST | None, fallback: str) -> str:
-    """The first paragraph of a function's docstring, or its name in words."""
-    doc = ast.get_docstring(node) if node is not None else None
-    text = (doc or fallback.removeprefix("test_").replace("_", " ")).split("\n\n")[0]
-    return " ".join(text.split()).rstrip(".")
-
-
-def _strings(node: ast.AST) -> list[str]:
+def demo_cells(block: Block, chapter: Chapter) -> list[str]:
+    """The code of the cells the block demonstrates, in chapter order: the live-coding script
+    (solutions, hints and the cells brought along to define names are not typed live)."""
+    ranges = []
+    for item in block.demonstrate:
+        if item.startswith("sec-"):
+            section = chapter.section(item)
+            ranges.append((section.start, section.end))
+        else:
+            ranges += [(c.start, c.end + 1) for c in chapter.chunks if c.label == item]
     return [
-        n.value
-        for n in ast.walk(node)
-        if isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip()
+        chunk.code
+        for chunk in chapter.chunks
+        if not chunk.in_div and chunk.code and any(a <= chunk.start < b for a, b in ranges)
     ]
 
 
-def _fragments(node: ast.AST) -> list[str]:
-    """Hint fragments a test asserts: `"..." in verdict.message`, or the last string argument
-    of an `assert...` helper."""
-    found = []
-    for n in ast.walk(node):
-        if (
-            isinstance(n, ast.Compare)
-            and isinstance(n.ops[0], ast.In)
-            and isinstance(n.left, ast.Constant)
-            and isinstance(n.left.value, str)
+def chosen_mistakes(block: Block, chapter: Chapter, root: Path = ROOT) -> list[WrongAnswer]:
+    """The two mistakes to warn about: the wrong answers whose hints the plan's `notes: mistakes`
+    name (a fragment each), else the first two the tests describe in words."""
+    found = [
+        w
+        for exercise in block.exercises
+        for w in wrong_answers(_checker_of(chapter, exercise) or "", root)
+    ]
+    wanted = block.notes.get("mistakes") or []
+    if wanted:
+        return [
+            next(w for w in found if w.hint == hint)
+            for hint in wanted
+            if any(w.hint == hint for w in found)
+        ]
+    return [w for w in found if w.doc][:2]
+
+
+def checkpoints(block: Block, root: Path = ROOT, plan: str = "one_day") -> str:
+    """The block's clock in the one-day plan: when it starts, when each exercise starts, when it
+    ends and what follows (on a 9:00 start)."""
+    (day,) = days(schedule(plan, root))[:1]
+    clock = 0
+    for index, slot in enumerate(day):
+        if slot.block is not None and slot.block.id == block.id:
+            times, minute = [], clock
+            for kind, minutes in slot.segments:
+                if kind == "exercises":
+                    times.append(_clock(START + minute))
+                minute += minutes
+            after = (
+                f"\u201c{day[index + 1].title}\u201d" if index + 1 < len(day) else "the day's end"
+            )
+            typing = f"; the room types at {', '.join(times)}" if times else ""
+            return (
+                f"starts at {_clock(START + clock)}{typing}; by {_clock(START + clock + slot.minutes)} "
+                f"it is over and {after} begins"
+            )
+        clock += slot.minutes
+    return "not in the one-day plan"
+
+
+def _fence(code: str) -> list[str]:
+    """A code block indented into a list item."""
+    lines = code.strip("\n").split("\n")
+    return ["    ```python", *(f"    {line}" if line else "" for line in lines), "    ```"]
+
+
+def notes_markdown(block: Block, chapter: Chapter, root: Path = ROOT) -> list[str]:
+    """A block's teaching notes, as Markdown lines."""
+    notes = block.notes
+    out = [f"- **Clock** (one-day plan, 9:00 start): {checkpoints(block, root)}."]
+    out.append(f"- **Minutes, in order**: {segments_text(block.segments)}.")
+    out.append("- **Key points**:")
+    out += [f"    {n}. {point}" for n, point in enumerate(notes.get("key_points") or [], 1)]
+    script = demo_cells(block, chapter)
+    if script:
+        out.append(
+            f"- **Live-coding script**: the {len(script)} cells the block demonstrates, in the "
+            "callout below; type them, do not paste, and run each before the next."
+        )
+    predict = notes.get("predict") or {}
+    if predict:
+        out += [f"- **Predict the output** (ask the room): {predict['question']}", ""]
+        out += _fence(predict["code"])
+        out += ["", f"    It prints `{predict['output'].strip()}`: {predict['why']}", ""]
+    mistakes = chosen_mistakes(block, chapter, root)
+    if mistakes:
+        out.append("- **The two mistakes to expect** (from the checkers' wrong-answer tests):")
+        out += [f"    - {w.markdown()}" for w in mistakes]
+    if notes.get("cut"):
+        out.append(f"- **When late, cut**: {notes['cut']}")
+    if notes.get("extension"):
+        out.append(f"- **For those who finish early**: @{notes['extension']}.")
+    if notes.get("debrief"):
+        out.append(f"- **Debrief**: {notes['debrief']}")
+        shown = next((w for w in mistakes if w.code), None)
+        if shown:
+            out += ["", "    The wrong answer to show the room:", "", *_fence(shown.code), ""]
+    if script:
+        out += [
+            "",
+            '::: {.callout-note collapse="true"}',
+            f"## Live-coding script: {block.title}",
+            "",
+        ]
+        for n, code in enumerate(script, 1):
+            out += [f"Cell {n}:", "", "```python", code, "```", ""]
+        out += [":::", ""]
+    return out
+
+
+def skipped(block: Block, chapter: Chapter) -> tuple[list[str], list[str]]:
+    """(the chapter's sections the block skips, the chapter's other exercises)."""
+    shown = [s for s in block.demonstrate if s.startswith("sec-")]
+    tops = {chapter.top_section(chapter.section(s)).id for s in (*shown, *block.exercises)}
+    chosen = {*shown, *block.exercises}
+    exercise_tops = {
+        s.id for s in chapter.sections if s.level == 2 and s.title.startswith("Exercise")
+    }
+    skip, others = [], []
+    for s in chapter.sections:
+        top = chapter.top_section(s).id
+        if s.id in chosen or s.id.endswith(
+            ("-objectives", "-summary", "-further-reading", "-further", "-reading")
         ):
-            found.append(n.left.value)
-        elif isinstance(n, ast.Call) and getattr(n.func, "id", "").startswith("assert"):
-            strings = [
-                a.value for a in n.args if isinstance(a, ast.Constant) and isinstance(a.value, str)
-            ]
-            found += strings[-1:]
-    return [f for f in found if f.strip() and "no answer yet" not in f]
-
-
-def _parametrized(node: ast.FunctionDef, functions: dict) -> list[tuple[str, str]]:
-    """(wrong answer, hint) pairs of a test parametrised over wrong answers and hints."""
-    pairs = []
-    for decorator in node.decorator_list:
-        if not (isinstance(decorator, ast.Call) and "parametrize" in ast.unparse(decorator.func)):
             continue
-        if len(decorator.args) < 2 or not isinstance(decorator.args[1], (ast.List, ast.Tuple)):
-            continue
-        ids = next((k.value for k in decorator.keywords if k.arg == "ids"), None)
-        labels = [i.value for i in ids.elts] if isinstance(ids, ast.List) else []
-        for index, case in enumerate(decorator.args[1].elts):
-            items = case.elts if isinstance(case, ast.Tuple) else getattr(case, "args", [])
-            hints = [
-                i.value for i in items if isinstance(i, ast.Constant) and isinstance(i.value, str)
-            ]
-            answer = next((i for i in items if isinstance(i, (ast.Name, ast.Lambda))), None)
-            if answer is None or not hints:
-                continue
-            if isinstance(answer, ast.Name):
-                what = _what(functions.get(answer.id), answer.id)
-            else:
-                label = labels[index] if index < len(labels) else ""
-                what = f"{label.replace('-', ' ')}: `{ast.unparse(answer.body)}`".lstrip(": ")
-            pairs.append((what, hints[-1]))
-    return pairs
+        if top in exercise_tops:
+            if s.level > 2:
+                others.append(s.id)
+        elif s.level == 2 and s.id not in tops:
+            skip.append(s.id)
+        elif s.level > 2 and top in tops and s.id not in tops:
+            skip.append(s.id)  # a part of a section the block shows only in part
+    return skip, others
 
 
-@functools.lru_cache(maxsize=64)
-def _parsed(path: Path) -> ast.Module:
-    return ast.parse(path.read_text())
-
-
-def stuck_points(checker: str, root: Path = ROOT) -> list[tuple[str, str]]:
-    """(the wrong answer, the fragment its hint must contain) for each wrong-answer test of
-    `checker` in tests/test_*exercises*.py: where people get stuck, as the tests pin it.
-
-    A test parametrised over (wrong answer, hint) pairs gives one pair per case, described by the
-    wrong answer's docstring (or the case's id and code); any other test that calls the checker
-    and asserts a hint fragment gives one pair, described by its docstring (or its name)."""
-    found: list[tuple[str, str]] = []
-    for path in sorted((root / "tests").glob("test_*exercises*.py")):
-        tree = _parsed(path)
-        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-        for node in functions.values():
-            if not node.name.startswith("test_") or not re.search(
-                rf"\b{checker}\b", ast.unparse(node)
-            ):
-                continue
-            pairs = _parametrized(node, functions)
-            if not pairs and _fragments(node):
-                pairs = [(_what(node, node.name), _fragments(node)[0])]
-            found += [
-                pair for pair in pairs if "no answer yet" not in pair[1] and pair not in found
-            ]
-    return found
+def _timings(block: Block, timings: dict) -> str:
+    measured = timings["blocks"].get(block.id)
+    if block.shown:
+        return "- **Timings**: none; nothing runs live."
+    if not measured:
+        return "- **Timings**: not measured yet (`python -m tools.blocks --measure`)."
+    solutions = ", ".join(
+        f"@{exercise} {measured['solutions_s'][exercise]:.1f} s"
+        for exercise in block.exercises
+        if exercise in measured["solutions_s"]
+    )
+    return (
+        f"- **Timings** (measured with {timings['machine']}): the exercise notebook runs top to "
+        f"bottom in {measured['student_notebook_s']:.0f} s, the solution notebook in "
+        f"{measured['solution_notebook_s']:.0f} s (warmed: "
+        f"{measured.get('warm_cache_solution_notebook_s', float('nan')):.0f} s); reference "
+        f"solutions, checker included: {solutions}."
+    )
 
 
 def instructor_blocks_markdown(root: Path = ROOT) -> str:
-    """Per block: what to demonstrate and what to skip, the plan's note, the measured timings,
-    and where people get stuck (from the checkers' wrong-answer tests)."""
+    """Per block: the teaching notes (`notes_markdown`), what to demonstrate and what to skip,
+    the measured timings, and every wrong answer the checkers' tests pin, in words."""
     timings = load_timings(root)
     tests_here = (root / "tests").is_dir()
     out = []
     for block in blocks(root):
         chapter = load_chapter(block.chapter, root)
-        shown = [s for s in block.demonstrate if s.startswith("sec-")]
-        tops = {chapter.top_section(chapter.section(s)).id for s in (*shown, *block.exercises)}
-        chosen = {*shown, *block.exercises}
-        exercise_tops = {
-            s.id for s in chapter.sections if s.level == 2 and s.title.startswith("Exercise")
-        }
-        skip, others = [], []
-        for s in chapter.sections:
-            top = chapter.top_section(s).id
-            if s.id in chosen or s.id.endswith(
-                ("-objectives", "-summary", "-further-reading", "-further", "-reading")
-            ):
-                continue
-            if top in exercise_tops:
-                if s.level > 2:
-                    others.append(s.id)
-            elif s.level == 2 and s.id not in tops:
-                skip.append(s.id)
-            elif s.level > 2 and top in tops and s.id not in tops:
-                skip.append(s.id)  # a part of a section the block shows only in part
+        skip, others = skipped(block, chapter)
         minutes = block.minutes
         out.append(f"### {block.title}\n")
         out.append(
@@ -151,35 +188,20 @@ def instructor_blocks_markdown(root: Path = ROOT) -> str:
             f"{minutes['talk']} talk, {minutes['demo']} demonstration, "
             f"{minutes['exercises']} exercises. {block.note}\n"
         )
+        out += notes_markdown(block, chapter, root) if tests_here else []
         out.append(f"- **Demonstrate**: {_refs(block.demonstrate)}.")
         out.append(f"- **Skip** (reading for later): {_refs(skip)}.")
         if others:
             out.append(f"- **The chapter's other exercises** (homework): {_refs(others)}.")
-        measured = timings["blocks"].get(block.id)
-        if block.shown:
-            out.append("- **Timings**: none; nothing runs live.")
-        elif measured:
-            solutions = ", ".join(
-                f"@{exercise} {measured['solutions_s'][exercise]:.1f} s"
-                for exercise in block.exercises
-                if exercise in measured["solutions_s"]
-            )
-            out.append(
-                f"- **Timings** (measured with {timings['machine']}): the exercise notebook runs top to bottom "
-                f"in {measured['student_notebook_s']:.0f} s, the solution notebook in "
-                f"{measured['solution_notebook_s']:.0f} s (warmed: "
-                f"{measured.get('warm_cache_solution_notebook_s', float('nan')):.0f} s); reference "
-                f"solutions, checker included: {solutions}."
-            )
+        out.append(_timings(block, timings))
         for exercise in block.exercises:
             checker = _checker_of(chapter, exercise)
             uses = ", ".join(f"`{name}`" for name in block.uses.get(exercise, ()))
             out.append(f"- **What @{exercise} uses**: {uses or 'no JAX function'}.")
-            out.append(f"- **Where people get stuck in @{exercise}** (`{checker}`):")
-            points = stuck_points(checker, root) if tests_here and checker else []
-            if not points:
+            out.append(f"- **Every wrong answer the tests feed @{exercise}** (`{checker}`):")
+            found = wrong_answers(checker, root) if tests_here and checker else []
+            if not found:
                 out.append("    - (the course's tests, which list them, are not in this copy)")
-            for what, hint in points:
-                out.append(f"    - {what}: the hint says \u201c{hint}\u201d.")
+            out += [f"    - {w.markdown()}" for w in found]
         out.append("")
     return "\n".join(out)

@@ -13,7 +13,7 @@ from tools.block_timings import load_timings
 from tools.book import Book, load_book, page_url
 from tools.chapter_structure import load_chapter, section_text
 from tools.qmd import cell_options, option_value
-from tools.workshop_plan import ROOT, blocks, days, schedule, stretches
+from tools.workshop_plan import ROOT, arithmetic_text, blocks, days, schedule
 
 
 def _clock(minutes: int) -> str:
@@ -40,54 +40,59 @@ def _refs(ids) -> str:
     return ", ".join(f"@{section_id}" for section_id in ids) or "none"
 
 
+def segments_text(segments) -> str:
+    """A slot's minutes in order, exercises in bold: "talk 5, demo 5, **exercises 10**"."""
+    return ", ".join(
+        f"**{kind} {minutes}**" if kind == "exercises" else f"{kind} {minutes}"
+        for kind, minutes in segments
+    )
+
+
 def plan_markdown(name: str, root: Path = ROOT) -> str:
-    """A plan as one Markdown table per day: clock times, each block's minutes for talk,
-    demonstration and exercises, and the exercise sections; then the longest stretch between
-    breaks and the day's length."""
+    """A plan as one Markdown table per day: clock times, each slot's minutes in the order it runs
+    them (talk, demo and exercises interleaved), the exercise sections and the notebook; then the
+    day's arithmetic (`workshop_plan.arithmetic_text`)."""
     timings = load_timings(root)["blocks"]
     out = []
+    sums = arithmetic_text(name, root).split("\n\n")
     for number, day in enumerate(days(schedule(name, root)), start=1):
         if name != "one_day":
             out.append(f"**Day {number}**\n")
         out.append(
-            "| Time | Block | Talk | Demo | Exercises | Exercise sections | Notebook |\n"
-            "|---|---|---|---|---|---|---|"
+            "| Time | Block | Minutes, in order | Exercise sections | Notebook |\n|---|---|---|---|---|"
         )
         clock = 0
         for slot in day:
             when = f"{_clock(clock)}\u2013{_clock(clock + slot.minutes)}"
             clock += slot.minutes
             if slot.kind == "break":
-                out.append(f"| {when} | *{slot.title}* | | | | | |")
+                out.append(f"| {when} | *{slot.title}* | {slot.minutes} | | |")
+            elif slot.kind == "slack":
+                out.append(f"| {when} | *{slot.title}* | {slot.minutes} | | |")
             elif slot.kind == "session":
-                out.append(f"| {when} | {slot.title} | {slot.minutes} | | | | |")
+                out.append(f"| {when} | {slot.title} | {segments_text(slot.segments)} | | |")
             elif slot.kind == "chapter":
                 chapter = load_chapter(slot.chapter, root)
                 exercises = [s.id for s in chapter.sections if s.title.startswith("Exercise")]
                 numbered = [s for s in exercises if chapter.section(s).level > 2][:2]
                 out.append(
                     f"| {when} | {slot.title}, from {_chapter_link(slot.chapter, root)} | "
-                    f"{slot.minutes} (talk, demonstration and exercises) | | | "
+                    f"{slot.minutes} (talk, demonstration and exercises, not split) | "
                     f"{_refs(numbered or exercises)} | `student/{slot.chapter}.ipynb` |"
                 )
             else:
                 block = slot.block
-                minutes = block.minutes
-                more = f" + {slot.extra} (the chapter's other exercises)" if slot.extra else ""
+                more = " (the last: the chapter's other exercises)" if slot.extra else ""
                 ran = timings.get(block.id, {}).get("student_notebook_s")
                 notebook = "shown from the website" if block.shown else f"`{block.notebook(True)}`"
                 if ran is not None:
                     notebook += f", runs in {ran:.0f} s"
                 out.append(
                     f"| {when} | {block.title} ({_chapter_link(block.chapter, root)}) | "
-                    f"{minutes['talk']} | {minutes['demo']} | {minutes['exercises']}{more} | "
+                    f"{segments_text(slot.segments)}{more} | "
                     f"{_refs(block.exercises)} | {notebook} |"
                 )
-        teaching = sum(slot.minutes for slot in day if slot.kind != "break")
-        out.append(
-            f"\nIn all {_duration(clock)}, of which {_duration(teaching)} teaching; the longest "
-            f"stretch without a break is {max(stretches(day))} minutes.\n"
-        )
+        out.append(f"\n{sums[number - 1]}\n")
     return "\n".join(out)
 
 
@@ -139,7 +144,7 @@ def cache_markdown(root: Path = ROOT) -> str:
         if "warm_cache_solution_notebook_s" in (entry := timings["blocks"].get(block.id, {}))
     ]
     if not rows:
-        return "(No timings yet: run `python -m tools.blocks --time`.)"
+        return "(No timings yet: run `python -m tools.blocks --measure`.)"
     return "\n".join(
         [
             f"Measured with {timings['machine']}:\n",
