@@ -353,6 +353,9 @@ def test_the_sync_check_reports_a_stale_or_orphan_block_notebook(tmp_path):
     (tmp_path / blocks.PLAN_FILE).write_text(yaml.safe_dump(plan))
     written, kept = blocks.write(tmp_path)
     assert len(written) == 2 and kept == []
+    stamps = [path.stat().st_mtime_ns for path in written]
+    assert blocks.write(tmp_path) == ([], []), "nothing changed, nothing written"
+    assert [path.stat().st_mtime_ns for path in written] == stamps
     first = written[0]
     first.write_text(first.read_text().replace("Workshop block", "Workshop blok"))
     orphan = tmp_path / "notebooks" / blocks.BLOCKS_DIR / "gone.ipynb"
@@ -360,6 +363,9 @@ def test_the_sync_check_reports_a_stale_or_orphan_block_notebook(tmp_path):
     assert blocks.stale(tmp_path) == sorted(
         [str(first.relative_to(tmp_path / "notebooks")), "blocks/gone.ipynb"]
     ), "every other notebook is in sync, these two are not"
+    written, _ = blocks.write(tmp_path)
+    assert written == [first], "only the changed notebook is rewritten"
+    assert not orphan.exists()
 
 
 # --- the pages ------------------------------------------------------------------------------
