@@ -77,10 +77,10 @@ def checkpoints(block: Block, root: Path = ROOT, plan: str = "one_day") -> str:
     return "not in the one-day plan"
 
 
-def _fence(code: str) -> list[str]:
+def _fence(code: str, language: str = "python") -> list[str]:
     """A code block indented into a list item."""
     lines = code.strip("\n").split("\n")
-    return ["    ```python", *(f"    {line}" if line else "" for line in lines), "    ```"]
+    return [f"    ```{language}", *(f"    {line}" if line else "" for line in lines), "    ```"]
 
 
 def notes_markdown(block: Block, chapter: Chapter, root: Path = ROOT) -> list[str]:
@@ -90,7 +90,7 @@ def notes_markdown(block: Block, chapter: Chapter, root: Path = ROOT) -> list[st
     out.append(f"- **Minutes, in order**: {segments_text(block.segments)}.")
     out.append("- **Key points**:")
     out += [f"    {n}. {point}" for n, point in enumerate(notes.get("key_points") or [], 1)]
-    script = demo_cells(block, chapter)
+    script = [] if block.shown else demo_cells(block, chapter)  # a shown block is not typed
     if script:
         out.append(
             f"- **Live-coding script**: the {len(script)} cells the block demonstrates, in the "
@@ -100,7 +100,12 @@ def notes_markdown(block: Block, chapter: Chapter, root: Path = ROOT) -> list[st
     if predict:
         out += [f"- **Predict the output** (ask the room): {predict['question']}", ""]
         out += _fence(predict["code"])
-        out += ["", f"    It prints `{predict['output'].strip()}`: {predict['why']}", ""]
+        printed = str(predict["output"]).strip()
+        if "\n" in printed:
+            out += ["", "    It prints", "", *_fence(printed, "text")]
+            out += ["", f"    {predict['why'][0].upper()}{predict['why'][1:]}", ""]
+        else:
+            out += ["", f"    It prints `{printed}`: {predict['why']}", ""]
     mistakes = chosen_mistakes(block, chapter, root)
     if mistakes:
         out.append("- **The two mistakes to expect** (from the checkers' wrong-answer tests):")
