@@ -262,6 +262,7 @@ def arithmetic_text(name: str, root: Path = ROOT) -> str:
             f"slack, breaks of {breaks} minutes and a lunch of {sums.lunch}. The longest stretch "
             f"without a break is {sums.longest_between_breaks} minutes; the longest stretch of talk "
             f"and demonstration without a challenge is {sums.longest_listening} minutes (from "
-            f"{sums.longest_listening_at}). The case study, shown, takes {sums.shown} minutes."
+            f"{sums.longest_listening_at})."
+            + (f" The case study, shown, takes {sums.shown} minutes." if sums.shown else "")
         )
     return "\n\n".join(out)
