@@ -162,7 +162,7 @@ def sandwich_variance(datasets: list, fits: FitResult) -> np.ndarray:
     n_samples, n_coef = datasets[0].n_samples, datasets[0].n_covariates * datasets[0].n_species
     if n_coef > n_samples:
         raise ValueError(f"the sandwich needs n >= d p, got n = {n_samples} and d p = {n_coef}.")
-    stacked = PLNData(*(np.stack([np.asarray(d[i]) for d in datasets]) for i in range(3)))
+    stacked = PLNData(*(jnp.stack([jnp.asarray(d[i]) for d in datasets]) for i in range(3)))
     with jax.enable_x64(True):
         data, variational, covariance = as_float64(
             (stacked, fits.variational, fits.params.covariance)
@@ -234,6 +234,25 @@ def monte_carlo_error(share, n_replicates) -> np.ndarray:
     return np.sqrt(share * (1 - share) / n_replicates)
 
 
+def pooled_coverage(lower, upper, truth) -> tuple[float, float]:
+    """`(coverage, error)` of all the entries together: the share of all intervals that hold
+    the truth, and its Monte-Carlo error from the spread of each replicate's share over the
+    replicates (std / sqrt(R)), which counts the entries' dependence (they share replicates).
+    Same arguments and errors as `coverage`."""
+    coverage(lower, upper, truth)  # validates
+    lower, upper, truth = (np.asarray(a, dtype=np.float64) for a in (lower, upper, truth))
+    entries = tuple(range(1, lower.ndim))
+    present = np.isfinite(lower) & np.isfinite(upper)
+    held = present & (lower <= truth) & (truth <= upper)
+    per_replicate = held.sum(axis=entries) / np.maximum(present.sum(axis=entries), 1)
+    error = (
+        per_replicate.std(ddof=1) / np.sqrt(len(per_replicate))
+        if len(per_replicate) > 1
+        else np.nan
+    )
+    return float(held.sum() / present.sum()), float(error)
+
+
 class Intervals(NamedTuple):
     """The intervals of one study, each `(lower, upper)` with a leading axis of R replicates:
     `coef_sandwich` and `coef_bootstrap` `(R, d, p)`, `corr_bootstrap` `(R, p (p - 1) / 2)`;
@@ -271,13 +290,14 @@ def intervals(
     truths = jax.tree.map(lambda a: jnp.broadcast_to(a, (n_replicates, *a.shape)), model.params)
     datasets = draw_datasets(model.data, truths, rng=rng, n_draws=1)
     fits = fit_in_batches(datasets, n_replicates, n_iter, optimizer, tol)
-    coef = np.where(fits.separated, np.nan, np.asarray(fits.params.coef, np.float64))
+    separated = np.asarray(fits.separated, dtype=bool)  # fit_many always marks it
+    coef = np.where(separated, np.nan, np.asarray(fits.params.coef, np.float64))
     sandwich = wald_interval(coef, np.sqrt(sandwich_variance(datasets, fits)), level=level)
     draws = draw_datasets(model.data, fits.params, rng=rng, n_draws=n_boot)
     refits = fit_in_batches(draws, n_replicates, n_iter, optimizer, tol)
     shape = (n_boot, n_replicates)  # draws come round by round: one from each replicate's fit
     refit_coef = np.asarray(refits.params.coef, np.float64).reshape(*shape, *coef.shape[1:])
-    boot_se, _ = spread(refit_coef, np.reshape(refits.separated, refit_coef.shape))
+    boot_se, _ = spread(refit_coef, np.asarray(refits.separated, bool).reshape(refit_coef.shape))
     boot = wald_interval(coef, boot_se, level=level, df=n_boot - 1)
     corr_fit = correlations(fits.params.covariance)
     z_fit = np.arctanh(corr_fit)
@@ -291,14 +311,15 @@ def intervals(
         corr_fit,
         datasets,
         (*converged, len(draws)),
-        int(np.sum(fits.separated)),
+        int(np.sum(separated)),
     )
 
 
 def coverage_rows(name: str, intervals: Intervals, model: KnownModel) -> list[dict]:
     """The rows of the coverage table for one study: B's intercepts and slopes by each method,
-    and Sigma's correlations by the bootstrap; each row's coverage is the mean over its entries,
-    its Monte-Carlo error that of one entry at that coverage, and its range over the entries."""
+    and Sigma's correlations by the bootstrap; each row's coverage is the share of all its
+    intervals that hold the truth, with the Monte-Carlo error of that mean (`pooled_coverage`)
+    and that of one entry at that coverage, and the range of the entries' coverages."""
     coef = np.asarray(model.params.coef, np.float64)
     corr = correlations(model.params.covariance)
     cases = [
@@ -311,7 +332,7 @@ def coverage_rows(name: str, intervals: Intervals, model: KnownModel) -> list[di
     rows = []
     for what, method, (lower, upper), truth, entries in cases:
         share, counted = coverage(lower[:, entries], upper[:, entries], truth[entries])
-        mean = float(share.mean())
+        mean, mean_error = pooled_coverage(lower[:, entries], upper[:, entries], truth[entries])
         rows.append(
             {
                 "study": name,
@@ -319,7 +340,8 @@ def coverage_rows(name: str, intervals: Intervals, model: KnownModel) -> list[di
                 "interval": method,
                 "entries": share.size,
                 "coverage": mean,
-                "MC error": float(monte_carlo_error(mean, int(counted.min()))),
+                "MC error (mean)": mean_error,
+                "MC error (one entry)": float(monte_carlo_error(mean, int(counted.min()))),
                 "lowest": float(share.min()),
                 "highest": float(share.max()),
             }
