@@ -134,3 +134,16 @@ def test_intervals_needs_two_replicates_and_two_draws():
     model = coverage.known_model(20, 2, rng=np.random.default_rng(0))
     with pytest.raises(ValueError, match="n_boot >= 2"):
         coverage.intervals(model, rng=np.random.default_rng(0), n_replicates=4, n_boot=1)
+
+
+def test_pooled_coverage_error_counts_whether_entries_move_together():
+    """Independent entries pool their information (error near sqrt(c(1-c)/(R k))); identical
+    entries do not (error near sqrt(c(1-c)/R))."""
+    rng = np.random.default_rng(5)
+    estimates = rng.standard_normal((2000, 25))
+    share, error = coverage.pooled_coverage(estimates - 1.96, estimates + 1.96, np.zeros(25))
+    assert abs(share - 0.95) < 0.01
+    np.testing.assert_allclose(error, np.sqrt(0.95 * 0.05 / (2000 * 25)), rtol=0.2)
+    same = np.repeat(estimates[:, :1], 25, axis=1)
+    _, error_same = coverage.pooled_coverage(same - 1.96, same + 1.96, np.zeros(25))
+    np.testing.assert_allclose(error_same, np.sqrt(0.95 * 0.05 / 2000), rtol=0.2)
