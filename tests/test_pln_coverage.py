@@ -8,6 +8,9 @@ from scipy import stats
 
 from jaxcourse.pln import bootstrap, coverage, level5, level6
 
+# More than a few seconds (fits and pyPLNmodels' sandwich): left out of the fast tier.
+pytestmark = pytest.mark.slow
+
 
 def test_coverage_of_intervals_that_hold_the_truth_a_known_share_of_the_time():
     """Normal estimates with known sigma and a 1.96 sigma interval: coverage near 95%, within
