@@ -5,8 +5,9 @@ a parametric bootstrap of each fit, and count how often the intervals hold the t
 The sandwich is Batardiere, Chiquet and Mariadassou's corrected variational sandwich for B, the
 formula of pyPLNmodels' `SandwichPln` (`bootstrap.pyplnmodels_sandwich` calls that one), written
 here in JAX so that it runs on a whole batch of fits at once, in float64. The bootstrap draws
-`n_boot` data sets from each replicate's fit (`bootstrap.draw_counts`), refits them all, and
-gives B and Fisher's z of each correlation of Sigma a Student-t interval from their spread.
+`n_boot` data sets from each replicate's fit (`draw_datasets`: the model of
+`bootstrap.draw_counts`, drawn with NumPy), refits them all, and gives B and Fisher's z of each
+correlation of Sigma a Student-t interval from their spread.
 """
 
 from __future__ import annotations
@@ -95,8 +96,8 @@ def draw_datasets(
     """`n_draws` data sets from each of the R models `params` (arrays with a leading axis of R)
     on `design`'s X and O, round by round (the first R are one data set from each model):
     Z_i ~ N(X_i B, Sigma), Y_ij ~ Poisson(exp(O_ij + Z_ij)), as `bootstrap.draw_counts`, but
-    with NumPy's generator: JAX's Poisson sampler runs a loop per entry, which on a CPU took
-    longer than all the fits of this study."""
+    with NumPy's generator: JAX's Poisson sampler runs a loop per entry, which on a CPU cost
+    as much as the fits of this study when it was tried."""
     coef = np.asarray(params.coef, np.float64)
     covariance = np.asarray(params.covariance, np.float64)
     offsets, covariates = np.asarray(design.offsets), np.asarray(design.covariates)
