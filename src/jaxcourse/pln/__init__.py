@@ -16,12 +16,14 @@ Modules: `constants` (facts of the case study), `_data` (loading, simulation, ch
 `_model` (the ELBO and closed forms), `_algorithm` (the shared algorithm and `FitResult`),
 `profiled` and `convergence` (the core of levels 5 and 6), `_sharded` (a data-parallel
 ELBO), `_reference` (pyPLNmodels), `separation` (quasi-separation), `bootstrap` (a parametric
-bootstrap of B's standard errors).
+bootstrap of B's standard errors), `coverage` (how often the sandwich's and the bootstrap's
+intervals hold the truth, on data simulated from a known model).
 """
 
 from . import bootstrap as bootstrap
 from . import constants as constants
 from . import convergence as convergence
+from . import coverage as coverage
 from . import custom_gradient as custom_gradient
 from . import level0 as level0
 from . import level1 as level1
