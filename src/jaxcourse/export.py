@@ -8,6 +8,7 @@ program: the process never sees the Python function that was exported, nor this 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -46,8 +47,11 @@ class FreshCall(NamedTuple):
     jaxcourse_modules: tuple[str, ...]
 
 
-def call_in_fresh_process(serialized: bytes | bytearray, *args, timeout: float = 300) -> FreshCall:
-    """Calls the serialized `jax.export` program on `args` in a new Python process.
+def call_in_fresh_process(
+    serialized: bytes | bytearray, *args, timeout: float = 300, env: dict[str, str] | None = None
+) -> FreshCall:
+    """Calls the serialized `jax.export` program on `args` in a new Python process, whose
+    environment is this one's updated with `env`.
 
     Raises:
         RuntimeError: the child failed; its standard error is in the message.
@@ -62,6 +66,7 @@ def call_in_fresh_process(serialized: bytes | bytearray, *args, timeout: float =
             text=True,
             timeout=timeout,
             cwd=folder,
+            env={**os.environ, **(env or {})},
         )
         if done.returncode != 0:
             raise RuntimeError(f"the fresh process failed:\n{done.stderr[-2000:]}")
