@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -59,7 +59,8 @@ def call_in_fresh_process(
     with tempfile.TemporaryDirectory(prefix="jaxcourse-export-") as folder:
         program, inputs, outputs = (Path(folder) / name for name in ("f.bin", "in.npz", "out.npz"))
         program.write_bytes(bytes(serialized))
-        np.savez(inputs, **{f"arg{i}": np.asarray(arg) for i, arg in enumerate(args)})
+        arrays: dict[str, Any] = {f"arg{i}": np.asarray(arg) for i, arg in enumerate(args)}
+        np.savez(inputs, **arrays)
         done = subprocess.run(
             [sys.executable, "-c", FRESH_PROCESS_SCRIPT, str(program), str(inputs), str(outputs)],
             capture_output=True,

@@ -7,6 +7,7 @@ number they give is computed on the machine that runs them, not read from a tabl
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -71,7 +72,12 @@ def kahan_sum(x: jax.Array) -> jax.Array:
     return jax.lax.fori_loop(0, x.shape[0], step, (zero, zero))[0]
 
 
-SUMS = {"naive": naive_sum, "pairwise": pairwise_sum, "Kahan": kahan_sum, "jnp.sum": jnp.sum}
+SUMS: dict[str, Callable[[jax.Array], jax.Array]] = {
+    "naive": naive_sum,
+    "pairwise": pairwise_sum,
+    "Kahan": kahan_sum,
+    "jnp.sum": jnp.sum,
+}
 """The summations the chapter compares, by name."""
 
 

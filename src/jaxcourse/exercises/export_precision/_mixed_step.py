@@ -6,7 +6,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from ...checks import call_eager_and_jitted, close, exercise_checker, require
+from ...checks import CheckFailed, call_eager_and_jitted, close, exercise_checker, require
 from .._jaxpr import equations, traced_program
 
 HINTS = {
@@ -33,7 +33,7 @@ def reference_update(params, x, y, lr) -> dict:
     return {k: -lr * grads[k] for k in grads}
 
 
-def _data(n: int, k: int, seed: int, scale: float):
+def _data(n: int, k: int, seed: int, scale: float) -> tuple[dict, np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(n, k)).astype(np.float32)
     y = (x @ rng.normal(size=k) + rng.normal(size=n)).astype(np.float32)
@@ -50,7 +50,8 @@ def _bf16_matmul(mixed_step, params, x, y, lr) -> bool:
     )
 
 
-def _check_case(mixed_step, params, x, y, lr: float) -> None:
+def _check_case(mixed_step, params, x, y, learning_rate: float) -> None:
+    lr = learning_rate
     args = ({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(x), jnp.asarray(y), lr)
     want = reference_update(params, x, y, lr)
     for label, new in call_eager_and_jitted(mixed_step, *args, what="mixed_step"):
@@ -62,11 +63,10 @@ def _check_case(mixed_step, params, x, y, lr: float) -> None:
             try:
                 got = jnp.asarray(new[key])
             except (TypeError, ValueError):
-                got = None
-            require(
-                got is not None and jnp.issubdtype(got.dtype, jnp.floating),
-                f"params['{key}'] should come back as a float32 array, got {type(new[key]).__name__}.",
-            )
+                raise CheckFailed(
+                    f"params['{key}'] should come back as a float32 array, got "
+                    f"{type(new[key]).__name__}."
+                ) from None
             require(
                 got.dtype == jnp.float32,
                 f"params['{key}'] came back as {got.dtype}{label}: the master copy stays "
@@ -100,8 +100,8 @@ def _check_case(mixed_step, params, x, y, lr: float) -> None:
 def check_mixed_step(mixed_step) -> None:
     """Two sizes, eagerly and under jit; float32 parameters out; a step smaller than bfloat16's
     resolution at the parameters must survive; and the jaxpr has a bfloat16 matrix product."""
-    _check_case(mixed_step, *_data(32, 4, seed=0, scale=0.1), lr=0.05)
-    _check_case(mixed_step, *_data(48, 6, seed=1, scale=1.0), lr=1e-4)
+    _check_case(mixed_step, *_data(32, 4, seed=0, scale=0.1), learning_rate=0.05)
+    _check_case(mixed_step, *_data(48, 6, seed=1, scale=1.0), learning_rate=1e-4)
     params, x, y = _data(16, 3, seed=2, scale=0.5)
     args = ({k: jnp.asarray(v) for k, v in params.items()}, jnp.asarray(x), jnp.asarray(y), 0.1)
     require(

@@ -38,7 +38,7 @@ def _expected(dtype) -> int:
 @exercise_checker("Exercise 2 (where counting stops)")
 def check_stops_counting(stops_counting) -> None:
     """Asks for float32, float16 and bfloat16 and checks each answer by the property."""
-    answers = {}
+    answers: dict[str, float] = {}
     for dtype in DTYPES:
         name = jnp.dtype(dtype).name
         got = call_answer(stops_counting, dtype, what="stops_counting")
