@@ -26,65 +26,94 @@ def _spec(shape, dtype=jnp.float32):
     return jax.ShapeDtypeStruct(shape, dtype)
 
 
-EXPORT_ROWS_WRONG = {
-    "the Exported object, not its bytes": (
-        lambda f, n: export.export(jax.jit(f))(_spec((export.symbolic_shape("b")[0], n))),
-        "return its bytes",
-    ),
-    "a fixed batch of 4": (
-        lambda f, n: export.export(jax.jit(f))(_spec((4, n))).serialize(),
-        "batch size is fixed at 4",
-    ),
-    "the program's text": (
-        lambda f, n: jax.jit(f).lower(_spec((4, n))).as_text(),
-        "you returned text",
-    ),
-    "float16 inputs": (
-        lambda f, n: export.export(jax.jit(f))(
-            _spec((export.symbolic_shape("b")[0], n), jnp.float16)
-        ).serialize(),
-        "float16 inputs",
-    ),
-    "another function exported": (
-        lambda f, n: export.export(jax.jit(jnp.tanh))(
-            _spec((export.symbolic_shape("b")[0], n))
-        ).serialize(),
-        "does not compute f",
-    ),
-    "features and batch swapped": (
-        lambda f, n: export.export(jax.jit(lambda x: f(x.T)))(
-            _spec((n, export.symbolic_shape("b")[0]))
-        ).serialize(),
-        "batch size is fixed",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", EXPORT_ROWS_WRONG)
-def test_export_rows_wrong_answer_gets_its_hint(name):
-    answer, fragment = EXPORT_ROWS_WRONG[name]
+@pytest.mark.parametrize(
+    "answer,fragment",
+    [
+        pytest.param(
+            lambda f, n: export.export(jax.jit(f))(_spec((export.symbolic_shape("b")[0], n))),
+            "return its bytes",
+            id="the Exported object, not its bytes",
+        ),
+        pytest.param(
+            lambda f, n: export.export(jax.jit(f))(_spec((4, n))).serialize(),
+            "batch size is fixed at 4",
+            id="a fixed batch of 4",
+        ),
+        pytest.param(
+            lambda f, n: jax.jit(f).lower(_spec((4, n))).as_text(),
+            "you returned text",
+            id="the program's text",
+        ),
+        pytest.param(
+            lambda f, n: export.export(jax.jit(f))(
+                _spec((export.symbolic_shape("b")[0], n), jnp.float16)
+            ).serialize(),
+            "float16 inputs",
+            id="float16 inputs",
+        ),
+        pytest.param(
+            lambda f, n: export.export(jax.jit(jnp.tanh))(
+                _spec((export.symbolic_shape("b")[0], n))
+            ).serialize(),
+            "does not compute f",
+            id="another function exported",
+        ),
+        pytest.param(
+            lambda f, n: export.export(jax.jit(lambda x: f(x.T)))(
+                _spec((n, export.symbolic_shape("b")[0]))
+            ).serialize(),
+            "batch size is fixed",
+            id="features and batch swapped",
+        ),
+    ],
+)
+def test_export_rows_wrong_answer_gets_its_hint(answer, fragment):
     verdict = check_export_rows(answer)
-    assert not verdict, f"{name} passed"
+    assert not verdict, f"passed: {verdict.message}"
     assert fragment in verdict.message, verdict.message
 
 
 # Exercise 2: stops_counting(dtype) -> N with N + 1 == N ------------------------------------------
 
-STOPS_COUNTING_WRONG = {
-    "N + 1, the first number lost": (lambda d: stops_counting(d) + 1, "= N + 1"),
-    "1 / eps": (lambda d: int(1 / jnp.finfo(d).eps), "= 1/eps"),
-    "the largest value": (lambda d: float(jnp.finfo(d).max), "where it overflows"),
-    "float32's answer for every dtype": (lambda d: 2**24, "each dtype stops at its own number"),
-    "one doubling too far": (lambda d: 2 * stops_counting(d), "counting stops at a smaller"),
-    "a string": (lambda d: str(stops_counting(d)), "should be one whole number"),
-}
 
-
-@pytest.mark.parametrize("name", STOPS_COUNTING_WRONG)
-def test_stops_counting_wrong_answer_gets_its_hint(name):
-    answer, fragment = STOPS_COUNTING_WRONG[name]
+@pytest.mark.parametrize(
+    "answer,fragment",
+    [
+        pytest.param(
+            lambda d: stops_counting(d) + 1,
+            "= N + 1",
+            id="N + 1, the first number lost",
+        ),
+        pytest.param(
+            lambda d: int(1 / jnp.finfo(d).eps),
+            "= 1/eps",
+            id="1 / eps",
+        ),
+        pytest.param(
+            lambda d: float(jnp.finfo(d).max),
+            "where it overflows",
+            id="the largest value",
+        ),
+        pytest.param(
+            lambda d: 2**24,
+            "each dtype stops at its own number",
+            id="float32's answer for every dtype",
+        ),
+        pytest.param(
+            lambda d: 2 * stops_counting(d),
+            "counting stops at a smaller",
+            id="one doubling too far",
+        ),
+        pytest.param(
+            lambda d: str(stops_counting(d)),
+            "should be one whole number",
+            id="a string",
+        ),
+    ],
+)
+def test_stops_counting_wrong_answer_gets_its_hint(answer, fragment):
     verdict = check_stops_counting(answer)
-    assert not verdict, f"{name} passed"
+    assert not verdict, f"passed: {verdict.message}"
     assert fragment in verdict.message, verdict.message
 
 
@@ -120,24 +149,44 @@ def forgets_the_learning_rate(params, x, y, lr):
     return mixed_step(params, x, y, 1.0)
 
 
-MIXED_STEP_WRONG = {
-    "everything in float32": (all_in_float32, "no matrix product ran in bfloat16"),
-    "parameters returned in bfloat16": (returns_bfloat16, "came back as bfloat16"),
-    "the update added in bfloat16": (updates_in_bfloat16, "did not move"),
-    "gradient ascent": (ascends, "climbs the loss"),
-    "learning rate ignored": (forgets_the_learning_rate, "not -lr times the gradient"),
-    "a tuple instead of a dict": (
-        lambda params, x, y, lr: tuple(mixed_step(params, x, y, lr).values()),
-        "a dict with the keys",
-    ),
-}
-
-
-@pytest.mark.parametrize("name", MIXED_STEP_WRONG)
-def test_mixed_step_wrong_answer_gets_its_hint(name):
-    answer, fragment = MIXED_STEP_WRONG[name]
+@pytest.mark.parametrize(
+    "answer,fragment",
+    [
+        pytest.param(
+            all_in_float32,
+            "no matrix product ran in bfloat16",
+            id="everything in float32",
+        ),
+        pytest.param(
+            returns_bfloat16,
+            "came back as bfloat16",
+            id="parameters returned in bfloat16",
+        ),
+        pytest.param(
+            updates_in_bfloat16,
+            "did not move",
+            id="the update added in bfloat16",
+        ),
+        pytest.param(
+            ascends,
+            "climbs the loss",
+            id="gradient ascent",
+        ),
+        pytest.param(
+            forgets_the_learning_rate,
+            "not -lr times the gradient",
+            id="learning rate ignored",
+        ),
+        pytest.param(
+            lambda params, x, y, lr: tuple(mixed_step(params, x, y, lr).values()),
+            "a dict with the keys",
+            id="a tuple instead of a dict",
+        ),
+    ],
+)
+def test_mixed_step_wrong_answer_gets_its_hint(answer, fragment):
     verdict = check_mixed_step(answer)
-    assert not verdict, f"{name} passed"
+    assert not verdict, f"passed: {verdict.message}"
     assert fragment in verdict.message, verdict.message
 
 
@@ -160,22 +209,42 @@ def absolute_error(a, b, rtol):
     return None
 
 
-CHEAPEST_WRONG = {
-    "always float32": (lambda a, b, rtol: jnp.float32, "comes first in CANDIDATES"),
-    "always bfloat16": (lambda a, b, rtol: jnp.bfloat16, "does not meet the tolerance"),
-    "float32 when nothing meets it": (
-        lambda a, b, rtol: cheapest_dtype(a, b, rtol) or jnp.float32,
-        "return None",
-    ),
-    "resolution only, overflow ignored": (ignores_overflow, "overflows"),
-    "float64, not a candidate": (lambda a, b, rtol: np.float64, "choose among CANDIDATES"),
-    "the error not relative to the product": (absolute_error, "you compared the absolute error"),
-}
-
-
-@pytest.mark.parametrize("name", CHEAPEST_WRONG)
-def test_cheapest_dtype_wrong_answer_gets_its_hint(name):
-    answer, fragment = CHEAPEST_WRONG[name]
+@pytest.mark.parametrize(
+    "answer,fragment",
+    [
+        pytest.param(
+            lambda a, b, rtol: jnp.float32,
+            "comes first in CANDIDATES",
+            id="always float32",
+        ),
+        pytest.param(
+            lambda a, b, rtol: jnp.bfloat16,
+            "does not meet the tolerance",
+            id="always bfloat16",
+        ),
+        pytest.param(
+            lambda a, b, rtol: cheapest_dtype(a, b, rtol) or jnp.float32,
+            "return None",
+            id="float32 when nothing meets it",
+        ),
+        pytest.param(
+            ignores_overflow,
+            "overflows",
+            id="resolution only, overflow ignored",
+        ),
+        pytest.param(
+            lambda a, b, rtol: np.float64,
+            "choose among CANDIDATES",
+            id="float64, not a candidate",
+        ),
+        pytest.param(
+            absolute_error,
+            "you compared the absolute error",
+            id="the error not relative to the product",
+        ),
+    ],
+)
+def test_cheapest_dtype_wrong_answer_gets_its_hint(answer, fragment):
     verdict = check_cheapest_dtype(answer)
-    assert not verdict, f"{name} passed"
+    assert not verdict, f"passed: {verdict.message}"
     assert fragment in verdict.message, verdict.message

@@ -3,6 +3,7 @@ the first of `CANDIDATES` whose `matmul_in` meets `rtol`, or None."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -77,6 +78,10 @@ def check_cheapest_dtype(cheapest_dtype) -> None:
                 f"you returned None {where}, but {_name(want)} meets the tolerance.",
             )
             continue
+        require(
+            not isinstance(got, (np.ndarray, jax.Array)),
+            f"cheapest_dtype should return a dtype or None, got an array {where}.",
+        )
         try:
             got = jnp.dtype(got)
         except TypeError:
