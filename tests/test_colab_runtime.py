@@ -45,6 +45,7 @@ PREINSTALLED = (
     "optax",
     "PyYAML",
     "threadpoolctl",
+    "flatbuffers",  # jax.export serialization (the export-precision chapter)
     "setuptools",
     "torch",
     "scikit-learn",

@@ -226,6 +226,50 @@ def _cost_of_a_function_never_compiled():
     roofline.cost(jax.jit(lambda x: 2 * x))
 
 
+# The export-precision chapter's sharp bits ------------------------------------------------------
+
+
+def _export_square_called_with_a_rectangle():
+    from jax import export
+
+    (side,) = export.symbolic_shape("a")
+    spec = jax.ShapeDtypeStruct((side, side), jnp.float32)
+    export.export(jax.jit(lambda m: m @ m))(spec).call(jnp.ones((2, 3)))
+
+
+def _export_for_cuda_called_on_the_cpu():
+    from jax import export
+
+    exported = export.export(jax.jit(jnp.sin), platforms=("cuda",))(jnp.ones(3))
+    with jax.default_device(jax.devices("cpu")[0]):
+        exported.call(jnp.ones(3))
+
+
+def _export_a_namedtuple():
+    from typing import NamedTuple
+
+    from jax import export
+
+    class Pair(NamedTuple):
+        first: jax.Array
+        second: jax.Array
+
+    export.export(jax.jit(lambda x: Pair(x, 2 * x)))(jnp.ones(2)).serialize()
+
+
+def _level5_in_bfloat16():
+    from jaxcourse import precision
+    from jaxcourse.pln import level5, load_oaks
+
+    level5.fit(precision.cast(load_oaks(), jnp.bfloat16), 2)
+
+
+def _counts_above_float32():
+    from jaxcourse.pln import FLOAT32_EXACT_COUNT, make_data
+
+    make_data(np.array([[FLOAT32_EXACT_COUNT + 1, 3]]))
+
+
 REPRODUCERS = {
     "Encountered an unexpected tracer": _leaked_tracer,
     "Leaked trace DynamicJaxprTrace": _leak_checked,
@@ -281,6 +325,11 @@ REPRODUCERS = {
     ),
     "cost needs a compiled program": _cost_of_a_function_never_compiled,
     "Only interpret mode is supported on CPU backend": _pallas_compiled_on_a_cpu,
+    "Input shapes do not match the polymorphic shapes specification": _export_square_called_with_a_rectangle,
+    "Function ... was exported for platforms ... but it is used on ...": _export_for_cuda_called_on_the_cpu,
+    "Cannot serialize PyTreeDef containing an unregistered type": _export_a_namedtuple,
+    "cholesky does not accept dtype bfloat16": _level5_in_bfloat16,
+    "counts above 2^24 = 16777216 cannot be held exactly in float32": _counts_above_float32,
 }
 
 QUOTES = quoted_messages()

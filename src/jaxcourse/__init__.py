@@ -31,6 +31,8 @@ Subpackages and modules, one idea each:
     roofline   FLOPs and bytes from the cost analysis, the measured peak and bandwidth
     memory     a compiled program's memory figures (arguments, outputs, temporaries, aliases)
     compilation_cache  the course's way to turn on JAX's persistent compilation cache
+    export     call serialized jax.export bytes in a fresh process that imports only jax and numpy
+    precision  floating-point facts measured per dtype, naive, pairwise and Kahan sums, bytes
     pallas_kernels the Pallas chapter's kernels and level 5's fused elementwise pass, interpreted
                on a CPU and compiled on a GPU or TPU
 
