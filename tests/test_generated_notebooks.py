@@ -30,7 +30,7 @@ from jaxcourse import checks, ladder
 from jaxcourse.exercises import all_checkers
 from tools import blocks, notebooks
 from tools.book import load_book
-from tools.quarto_markdown import LEFTOVER_PATTERNS, leftover_syntax
+from tools.quarto_leftovers import LEFTOVER_PATTERNS, leftover_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "jaxcourse"

@@ -11,7 +11,8 @@ import pytest
 from tools import book, colab, notebooks
 from tools.book import load_book
 from tools.crossref import all_targets, number_book
-from tools.quarto_markdown import LEFTOVER_PATTERNS, SOLUTION_ELSEWHERE, leftover_syntax
+from tools.quarto_leftovers import LEFTOVER_PATTERNS, leftover_syntax
+from tools.quarto_markdown import SOLUTION_ELSEWHERE
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted(

@@ -30,7 +30,7 @@ from PIL import Image
 
 from tools.bibliography import load_bibliography
 from tools.book import load_book, pinned_jax_version
-from tools.quarto_markdown import LEFTOVER_PATTERNS
+from tools.quarto_leftovers import LEFTOVER_PATTERNS
 from tools.site import SitePage, build_site, local_links, outline
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).

@@ -16,7 +16,7 @@ import yaml
 
 from tools import blocks, colab
 from tools.book import load_book
-from tools.quarto_markdown import leftover_syntax
+from tools.quarto_leftovers import leftover_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKS = blocks.blocks(ROOT)
