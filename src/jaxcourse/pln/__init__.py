@@ -70,6 +70,7 @@ from ._model import stirling_correction as stirling_correction
 from ._reference import ReferenceFit as ReferenceFit
 from ._reference import ReferenceTrace as ReferenceTrace
 from ._reference import fit_pyplnmodels as fit_pyplnmodels
+from ._reference import load_scrna_table as load_scrna_table
 from ._reference import trace_pyplnmodels as trace_pyplnmodels
 from ._sharded import sharded_elbo as sharded_elbo
 from .formula import design_from_formula as design_from_formula

@@ -228,3 +228,45 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     as_returned = sandwich.get_variance_coef().numpy()
     diagonal = torch.diag(sandwich.get_sandwich()).numpy() / data.n_samples
     return SandwichVariance(as_returned, diagonal.reshape(data.n_species, data.n_covariates).T)
+
+
+def load_scrna_table(n_samples: int = 400, n_genes: int = 100) -> dict:
+    """pyPLNmodels' single-cell RNA data (`load_scrna`, read from the data it ships: no network),
+    quietly, with the offsets a fit needs: data the course was not built on.
+
+    Args:
+        n_samples: the first `n_samples` cells (pyPLNmodels ships 2000 at most).
+        n_genes: the first `n_genes` genes (3000 at most).
+
+    Returns:
+        `counts` (an `(n_samples, n_genes)` DataFrame, one column per gene), `cell_type` (a
+        Series: `Macrophages`, `T_cells_CD4+` or `T_cells_CD8+`) and `offsets` (a DataFrame of the
+        counts' shape: the log of each cell's total over these genes, the same in every column).
+
+    Raises:
+        ValueError: a cell with no count in these genes, whose log total would be -inf.
+    """
+    require_compare()
+    import pandas as pd
+
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),  # it prints the size it returns
+    ):
+        warnings.simplefilter("ignore")  # pyPLNmodels imports pkg_resources
+        from pyPLNmodels import load_scrna
+
+        table = load_scrna(n_samples=n_samples, dim=n_genes)
+    counts = table["endog"]
+    totals = counts.to_numpy().sum(axis=1)
+    if np.any(totals == 0):
+        raise ValueError(
+            f"{int(np.sum(totals == 0))} cells have no count in the first {n_genes} genes, so no log "
+            "library size: take more genes."
+        )
+    offsets = pd.DataFrame(
+        np.repeat(np.log(totals)[:, None], counts.shape[1], axis=1),
+        index=counts.index,
+        columns=counts.columns,
+    )
+    return {"counts": counts, "cell_type": table["labels"].rename("cell_type"), "offsets": offsets}
