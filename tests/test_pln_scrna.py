@@ -25,7 +25,7 @@ def scrna():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", separation.SeparationWarning)
         fit = level5.fit(data, N_ITER, optimizer=level5.NEWTON_MOMENTUM)
-    reference = pln.trace_pyplnmodels(data)
+    reference = pln.trace_pyplnmodels(data, torch_threads=1)
     return table, design, data, fit, reference
 
 
@@ -97,3 +97,19 @@ def test_outside_separation_the_two_b_agree_and_mostly_zero_genes_differ_most(sc
         row[f"mean |dB|, >= {bench.MANY_ZEROS:.0%} zeros"]
         > row[f"mean |dB|, < {bench.MANY_ZEROS:.0%} zeros"]
     )
+
+
+def test_torch_threads_are_set_for_the_fit_and_given_back():
+    import torch
+
+    from jaxcourse.pln._reference import limited_torch_threads
+
+    before = torch.get_num_threads()
+    with limited_torch_threads(1):
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with limited_torch_threads(None):
+        assert torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="torch_threads must be an int"):
+        with limited_torch_threads(0):
+            pass
