@@ -113,3 +113,11 @@ def test_torch_threads_are_set_for_the_fit_and_given_back():
     with pytest.raises(ValueError, match="torch_threads must be an int"):
         with limited_torch_threads(0):
             pass
+
+
+def test_a_cell_without_counts_in_the_genes_kept_is_refused():
+    """Its log total would be -inf: the loader says so instead of handing make_data an infinity."""
+    with pytest.raises(
+        ValueError, match=r"cells have no count in the first 1 genes.*take more genes"
+    ):
+        pln.load_scrna_table(400, 1)
