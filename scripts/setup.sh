@@ -10,6 +10,11 @@
 #   bash scripts/setup.sh --dev      # full, plus requirements-dev.txt's tests and lint (test.sh)
 #   bash scripts/setup.sh --cuda     # full (or dev), with PyPI's CUDA build of torch, not the CPU one
 #   bash scripts/setup.sh --which-python   # only prints the interpreter it would use
+#   bash scripts/setup.sh --part1 --wheelhouse DIR   # Part I from a wheel folder, no network
+#
+# A wheel folder (`python -m tools.install wheelhouse DIR`, from a machine with a network) holds
+# every wheel a Part I install needs; with --wheelhouse DIR (or JAXCOURSE_WHEELHOUSE=DIR) every pip
+# call here gets `--no-index --find-links DIR` and asks no index.
 #
 # JAXCOURSE_INSTALL=part1|full|dev does what --part1/--full/--dev do (scripts/course.sh and
 # check-setup.sh run this script without options, so `JAXCOURSE_INSTALL=part1 bash
@@ -25,9 +30,16 @@ cd "$(dirname "$0")/.."
 
 mode="${JAXCOURSE_INSTALL:-}"
 torch_build="${JAXCOURSE_TORCH:-cpu}"
+wheelhouse="${JAXCOURSE_WHEELHOUSE:-}"
 which_only=0
-for option in "$@"; do
+while [ "$#" -gt 0 ]; do
+    option=$1
+    shift
     case "$option" in
+        --wheelhouse)
+            wheelhouse="${1:?--wheelhouse needs the wheel folder, such as --wheelhouse /media/usb/wheels}"
+            shift
+            ;;
         --part1) mode=part1 ;;
         --full) mode=full ;;
         --dev) mode=dev ;;
@@ -37,7 +49,7 @@ for option in "$@"; do
             ;;
         --which-python) which_only=1 ;;
         *)
-            echo "Unknown option '$option': use --part1, --full, --dev, --cuda or --which-python." >&2
+            echo "Unknown option '$option': use --part1, --full, --dev, --cuda, --wheelhouse DIR or --which-python." >&2
             exit 2
             ;;
     esac
@@ -106,6 +118,19 @@ if [ -z "$mode" ]; then  # no choice made now: the one made last time, else the 
     case "$mode" in part1 | dev) ;; *) mode=full ;; esac
 fi
 "$python" -m tools.install announce "$mode"
+source_args=()  # where pip finds packages: the package index, or only the wheel folder
+if [ -n "$wheelhouse" ]; then
+    if [ "$mode" != part1 ]; then
+        echo "A wheel folder holds the Part I install only: run with --part1 --wheelhouse $wheelhouse." >&2
+        exit 2
+    fi
+    if [ ! -f "$wheelhouse/requirements-part1.txt" ]; then
+        echo "$wheelhouse is not a wheel folder (no requirements-part1.txt): make one with '.venv/bin/python -m tools.install wheelhouse $wheelhouse' where there is a network." >&2
+        exit 2
+    fi
+    source_args=(--no-index --find-links "$(cd "$wheelhouse" && pwd)")
+    echo "From the wheel folder ${source_args[2]}: pip asks no index, nothing is downloaded."
+fi
 
 if ! { [ -x .venv/bin/python ] && supported .venv/bin/python; }; then
     echo "Creating .venv with $python ($("$python" --version))"
@@ -127,7 +152,7 @@ if [ "${JAXCOURSE_FORCE_SETUP:-}" != 1 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$
 fi
 rm -f "$stamp"
 
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check ${source_args[@]+"${source_args[@]}"})
 if [ "$mode" != part1 ]; then
     cuda=""
     [ "$torch_build" = cuda ] && cuda=--cuda

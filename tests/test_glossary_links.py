@@ -288,6 +288,42 @@ def test_terms_the_tour_teaches_count_as_taught_for_every_later_chapter():
     } <= taught_by_tour
 
 
+def first_use_and_link(page: str, term: Term, root: Path = ROOT) -> tuple[int | None, int | None]:
+    """(line of the term's first use in the page's words or inline code, line of its first
+    glossary link), each None when absent."""
+    text = (root / page).read_text()
+    words, code = prose_and_code(text)
+    uses = [  # words and code keep the page's lines, not its offsets
+        _line(words, match.start())
+        for pattern, in_code in term.patterns
+        for match in pattern.finditer(code if in_code else words)
+    ]
+    links = [
+        _line(text, link.start())
+        for link in GLOSSARY_LINK.finditer(text)
+        if link.group(1) == term.slug
+    ]
+    return min(uses, default=None), min(links, default=None)
+
+
+def test_the_jit_chapter_links_or_follows_the_teaching_of_each_term_of_issue_42():
+    """Each term the newcomer met unexplained in jit is, where jit uses it, taught by a page before
+    jit (the tour) or linked at or before its first use; the sharding terms, which only the later
+    sharding chapter teaches, are used in jit and linked."""
+    order = qmd.listed_pages(ROOT)
+    jit = order.index("chapters/jit.qmd")
+    terms = {term.slug: term for term in glossary_terms()}
+    linked_in_jit = set()
+    for slug in sorted({slug for slug, _, _ in ISSUE_42_USES}):
+        term = terms[slug]
+        use, link = first_use_and_link("chapters/jit.qmd", term)
+        if use is None or order.index(term.page) < jit:
+            continue
+        assert link is not None and link <= use, f"jit.qmd:{use}: {term.term} is not linked"
+        linked_in_jit.add(slug)
+    assert {"gloss-namedsharding", "gloss-partitionspec", "gloss-jax-make-mesh"} <= linked_in_jit
+
+
 @pytest.mark.parametrize("page", [p for p in qmd.listed_pages(ROOT) if p != GLOSSARY])
 def test_terms_are_linked_where_used_before_the_chapter_that_teaches_them(page):
     found = [line for line in book_violations() if line.startswith(f"{page}:")]

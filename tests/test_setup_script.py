@@ -6,6 +6,7 @@ a PATH of fake interpreters, so what the machine has installed does not matter.
 
 import functools
 import http.server
+import os
 import re
 import shutil
 import subprocess
@@ -675,3 +676,179 @@ def test_the_readme_states_the_measured_sizes_that_tools_install_holds():
     assert install.PART1_DOWNLOAD in part1 and install.PART1_INSTALLED in part1
     assert install.COMPARE_DOWNLOAD_CPU in full and install.COMPARE_DOWNLOAD_CUDA in full
     assert install.FULL_INSTALLED_CUDA in full
+
+
+# --- A wheel folder: a Part I install with no network ------------------------------------------
+
+
+def wheel_folder(folder: Path) -> Path:
+    """A folder `setup.sh --wheelhouse` accepts: it holds what `wheelhouse` writes beside the wheels."""
+    folder.mkdir(parents=True)
+    (folder / "requirements-part1.txt").write_text(install.requirements("part1"))
+    return folder
+
+
+def test_setup_from_a_wheel_folder_gives_every_pip_call_no_index_and_the_folder(tmp_path):
+    root = dry_checkout(tmp_path)
+    folder = wheel_folder(tmp_path / "usb" / "wheels")
+    result = run_setup(root, "--part1", "--wheelhouse", str(folder))
+    assert result.returncode == 0, result.stderr
+    assert f"From the wheel folder {folder}: pip asks no index" in result.stdout
+    pip_calls = [line for line in (root / "pip.log").read_text().splitlines() if line[:4] == "pip "]
+    assert len(pip_calls) == 2, pip_calls  # the requirements, then the course package
+    for call in pip_calls:
+        assert f"--no-index --find-links {folder} " in call, call
+    # JAXCOURSE_WHEELHOUSE does the same, as check-setup.sh passes no option of its own.
+    (root / "pip.log").write_text("")
+    assert (
+        run_setup(root, JAXCOURSE_FORCE_SETUP="1", JAXCOURSE_WHEELHOUSE=str(folder)).returncode == 0
+    )
+    assert all("--no-index" in call for call in (root / "pip.log").read_text().splitlines()[:-1])
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--full"], "holds the Part I install only"),
+        (["--part1"], "is not a wheel folder (no requirements-part1.txt)"),
+    ],
+)
+def test_a_wheel_folder_for_a_full_install_or_without_its_requirements_stops(tmp_path, args, says):
+    root = dry_checkout(tmp_path)
+    folder = tmp_path / "wheels"
+    folder.mkdir()
+    if args == ["--full"]:
+        wheel_folder(folder / "made")
+        folder = folder / "made"
+    result = run_setup(root, *args, "--wheelhouse", str(folder))
+    assert result.returncode == 2 and says in result.stderr, result.stderr
+    assert not (root / "pip.log").exists(), "nothing was installed"
+
+
+def test_each_platform_of_a_wheel_folder_is_its_own_binary_download():
+    """One `pip download` takes one wheel per package, so each system needs a download of its
+    own; another system's wheels can only be binary ones (pip cannot build for it)."""
+    folder = Path("/usb/wheels")
+    native = install.wheelhouse_commands(folder)
+    assert native == [
+        ["download", "--disable-pip-version-check", "--dest", str(folder), "-r",
+         str(folder / "requirements-part1.txt")],
+        ["download", "--disable-pip-version-check", "--dest", str(folder),
+         *install.build_requirements()],
+    ]  # fmt: skip
+    both = install.wheelhouse_commands(folder, ["macos-arm64", "linux-aarch64"], "3.12")
+    assert len(both) == 4
+    for command, name in zip(both, ["macos-arm64"] * 2 + ["linux-aarch64"] * 2, strict=True):
+        platforms = [command[i + 1] for i, arg in enumerate(command) if arg == "--platform"]
+        assert platforms == list(install.PLATFORMS[name])
+        assert (
+            "--only-binary=:all:" in command
+            and command[command.index("--python-version") + 1] == "3.12"
+        )
+    with pytest.raises(ValueError, match="unknown platform"):
+        install.wheelhouse_commands(folder, ["windows-amd64"])
+    with pytest.raises(ValueError, match="goes with --platform"):
+        install.wheelhouse_commands(folder, python_version="3.12")
+
+
+def tiny_course(folder: Path) -> Path:
+    """A course of one small requirement (requirements.txt's pure-Python threadpoolctl, 18 kB)
+    and a one-module package built with the real build back-end: the pair below downloads little."""
+    for name in ("scripts/setup.sh", "tools/__init__.py", "tools/install.py"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / name, folder / name)
+    pin = f"threadpoolctl=={install.pinned_version('threadpoolctl')}"
+    (folder / "requirements.txt").write_text(pin + "\n")
+    (folder / "requirements-dev.txt").write_text("-r requirements.txt\n")
+    backend = tomllib.loads((ROOT / "pyproject.toml").read_text())["build-system"]
+    requires = ", ".join(f'"{spec}"' for spec in backend["requires"])
+    (folder / "pyproject.toml").write_text(
+        f'[build-system]\nrequires = [{requires}]\nbuild-backend = "{backend["build-backend"]}"\n\n'
+        '[project]\nname = "tinycourse"\nversion = "0.1"\n\n'
+        "[project.optional-dependencies]\ncompare = []\ndev = []\n"
+    )
+    (folder / "src" / "tinycourse").mkdir(parents=True)
+    (folder / "src" / "tinycourse" / "__init__.py").write_text("ANSWER = 42\n")
+    return folder
+
+
+@pytest.mark.network
+def test_a_wheel_folder_made_online_installs_with_no_index(tmp_path):
+    """The pair for real, on a tiny course: `python -m tools.install wheelhouse` downloads its
+    Part I requirements and the build back-end; setup.sh --part1 --wheelhouse then installs them,
+    and the package in editable mode, into a fresh venv with every index out of reach (pip's
+    configuration ignored, its index a closed port). The course's own 240 MB folder is checked by
+    hand with the network cut (CONTRIBUTING.md, "How the course is built and set up").
+    """
+    course = tiny_course(tmp_path / "course")
+    folder = tmp_path / "wheels"
+    made = subprocess.run(
+        [sys.executable, "-m", "tools.install", "wheelhouse", str(folder)],
+        cwd=course,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert made.returncode == 0, made.stderr
+    assert "Install from it with no network" in made.stdout
+    assert (folder / "requirements-part1.txt").read_text() == (
+        course / "requirements.txt"
+    ).read_text()
+    wheels = {path.name.split("-")[0].lower() for path in folder.glob("*.whl")}
+    assert {"threadpoolctl", "setuptools"} <= wheels, wheels
+    # Another system's wheels: pip accepts the platform options (pure-Python wheels fit any).
+    other = subprocess.run(
+        [sys.executable, "-m", "tools.install", "wheelhouse", str(tmp_path / "mac"),
+         "--platform", "macos-arm64", "--python-version", "3.12"],
+        cwd=course, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert other.returncode == 0, other.stderr
+    assert {path.name.split("-")[0] for path in (tmp_path / "mac").glob("*.whl")} >= {
+        "threadpoolctl"
+    }
+
+    # The install: a fresh venv, whose python setup.sh keeps; only the final import check of the
+    # course's packages (jax, ...) is left out, as this tiny course has none of them.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    bin_dir = course / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "python").write_text(
+        "#!/bin/bash\n"
+        'if [ "$1 $2 $3" = "-m tools.install check" ]; then echo "check $4"; exit 0; fi\n'
+        f'exec {venv}/bin/python "$@"\n'
+    )
+    (bin_dir / "python").chmod(0o755)
+    result = run_setup(
+        course,
+        "--part1",
+        "--wheelhouse",
+        str(folder),
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_INDEX_URL=closed_port(),
+    )
+    assert result.returncode == 0, result.stderr
+    assert "check part1" in result.stdout
+    imported = subprocess.run(
+        [str(venv / "bin" / "python"), "-c",
+         "import threadpoolctl, tinycourse; print(tinycourse.__file__, tinycourse.ANSWER)"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.split() == [str(course / "src" / "tinycourse" / "__init__.py"), "42"]
+
+
+@pytest.mark.parametrize("page", ["prepare.qmd", "instructors.qmd"])
+def test_the_pages_wheel_folder_commands_are_the_tools(page):
+    """Every `python -m tools.install wheelhouse ...` and `--wheelhouse` command a page shows
+    parses as the tool's and the set-up's, with platforms the tool knows."""
+    text = (ROOT / page).read_text()
+    commands = re.findall(r"python -m tools\.install (wheelhouse [^`#\n]*)", text)
+    assert commands, page
+    for command in commands:
+        args = install.build_parser().parse_args(command.split())
+        assert set(args.platform) <= set(install.PLATFORMS)
+    for name in re.findall(r"--platform (\S+?)`?[ )`]", text):
+        assert name in install.PLATFORMS, name
+    for line in re.findall(r"bash scripts/check-setup\.sh .*--wheelhouse.*", text):
+        assert "--part1" in line, line

@@ -44,6 +44,8 @@ def test_fit_all_reference_passes_eager_and_jitted():
 
 def test_fit_all_python_loop_over_the_learning_rates_fails_on_its_program():
     def fit_all(learning_rates, x, y, n_steps):
+        """A Python loop over the learning rates: the right numbers, but under jit the program
+        grows with the number of rates, where one vmap batches them."""
         return jnp.stack([_fit(lr, x, y, n_steps) for lr in learning_rates])
 
     verdict = check_fit_all(fit_all)
@@ -52,6 +54,8 @@ def test_fit_all_python_loop_over_the_learning_rates_fails_on_its_program():
 
 def test_fit_all_broadcast_by_hand_fails_without_vmap():
     def fit_all(learning_rates, x, y, n_steps):
+        """Gradient descent rewritten by hand for a matrix of weights: the right numbers, but no
+        vmap, which the exercise practises."""
         w = jnp.zeros((len(learning_rates), x.shape[1]))
         for _ in range(n_steps):
             w = w - learning_rates[:, None] * 2 / len(y) * (x @ w.T - y[:, None]).T @ x

@@ -72,6 +72,188 @@ def test_the_two_day_plan_has_two_days_with_breaks_every_90_minutes():
         assert sum(slot.minutes for slot in day) <= 7.5 * 60
 
 
+def _day(plan: str = "one_day") -> list:
+    return blocks.days(blocks.schedule(plan, ROOT))[0]
+
+
+def test_the_one_day_plan_keeps_slack_full_breaks_and_a_short_case_study():
+    """Issue 36: a room of 30 is 15 to 30 minutes behind by lunch; 10-minute breaks become 15."""
+    sums = blocks.arithmetic(_day())
+    assert sums.total == 6 * 60
+    assert sums.slack >= 25, "unassigned minutes the instructor can spend"
+    assert sums.breaks and set(sums.breaks) == {15}
+    assert sums.lunch >= 45
+    assert sums.shown == 10, "the case study is 10 minutes"
+
+
+def test_no_stretch_of_the_one_day_plan_listens_for_more_than_15_minutes():
+    stretches = blocks.listening_stretches(_day())
+    assert max(minutes for minutes, _ in stretches) <= 15, stretches
+
+
+def test_listening_runs_on_across_slots_and_stops_at_a_challenge_or_a_break():
+    block = blocks.Block(
+        "b", "B", "tour", (), (), (("talk", 5), ("demo", 10), ("exercises", 10), ("demo", 5))
+    )
+    day = [
+        blocks.Slot("session", "Welcome", 10),
+        blocks.Slot("block", "B", block.total, block),
+        blocks.Slot("session", "Wrap-up", 5),
+        blocks.Slot("break", "Break", 15),
+        blocks.Slot("session", "Recap", 10),
+        blocks.Slot("slack", "Slack", 5),
+        blocks.Slot("session", "Check", 10, hands_on=True),
+        blocks.Slot("session", "Talk", 5),
+    ]
+    assert blocks.listening_stretches(day) == [
+        (25, "Welcome"),
+        (10, "B"),
+        (10, "Recap"),
+        (5, "Talk"),
+    ]
+    assert blocks.arithmetic(day).longest_listening == 25
+    assert block.minutes == {"talk": 5, "demo": 15, "exercises": 10}
+
+
+def test_a_segment_of_an_unknown_kind_is_refused(tmp_path):
+    plan = blocks.load_plan(ROOT)
+    plan["blocks"][0]["segments"] = [{"talk": 5}, {"lab": 10}]
+    (tmp_path / "workshop").mkdir()
+    (tmp_path / blocks.PLAN_FILE).write_text(yaml.safe_dump(plan))
+    with pytest.raises(ValueError, match="lab"):
+        blocks.blocks(tmp_path)
+
+
+def test_the_time_flag_prints_each_plans_arithmetic(capsys):
+    assert blocks.main(["--time", "--root", str(ROOT)]) == 0
+    printed = capsys.readouterr().out
+    assert blocks.arithmetic_text("one_day", ROOT) in printed
+    assert blocks.arithmetic_text("two_day", ROOT) in printed
+    sums = blocks.arithmetic(_day())
+    assert f"{sums.slack} of slack" in printed
+    assert f"without a challenge is {sums.longest_listening} minutes" in printed
+
+
+# --- what each exercise needs (tools.block_prerequisites) ------------------------------------
+
+
+def _course_copy(tmp_path: Path, plan: dict) -> Path:
+    """A copy of the course (chapters and pages linked) with another plan."""
+    pages = ("index.qmd", "workshop.qmd", "instructors.qmd", "prepare.qmd")
+    for name in ("chapters", "resources", "tests", *pages):
+        (tmp_path / name).symlink_to(ROOT / name)
+    for name in ("_quarto.yml", "requirements.txt", "pyproject.toml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    (tmp_path / "workshop").mkdir()
+    (tmp_path / blocks.PLAN_FILE).write_text(yaml.safe_dump(plan))
+    return tmp_path
+
+
+def test_the_taught_check_catches_the_three_exercises_the_review_found(tmp_path):
+    """The review of 2026-11-28: autodiff's curvatures need `jax.jvp` (and vmap), the EWMA over
+    gaps needs `jnp.isnan`, never shown, and jit's Exercise 3 pointed to a section the block
+    skips. Put back as they were, each is reported."""
+    plan = blocks.load_plan(ROOT)
+    by_id = {entry["id"]: entry for entry in plan["blocks"]}
+    by_id["autodiff"]["exercises"]["sec-autodiff-ex-curvatures"] = []
+    by_id["control-flow"]["demonstrate"].append("sec-control-flow-scan")
+    by_id["control-flow"]["exercises"]["sec-control-flow-ex-ewma"] = []
+    by_id["jit"]["notes"].pop("reading")
+    gaps = {
+        (g.block, g.exercise): g for g in blocks.untaught("one_day", _course_copy(tmp_path, plan))
+    }
+    assert "jax.jvp" in gaps[("autodiff", "sec-autodiff-ex-curvatures")].functions
+    assert "jnp.isnan" in gaps[("control-flow", "sec-control-flow-ex-ewma")].functions
+    assert "sec-jit-cache" in gaps[("jit", "sec-jit-ex-recompile")].sections
+    assert set(gaps) == {
+        ("autodiff", "sec-autodiff-ex-curvatures"),
+        ("control-flow", "sec-control-flow-ex-ewma"),
+        ("jit", "sec-jit-ex-recompile"),
+    }, "the plan's own exercises still pass"
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_declared_reading_is_what_an_exercise_prompt_points_to(block):
+    from tools.block_prerequisites import prompt_references
+
+    chapter = blocks.load_chapter(block.chapter, ROOT)
+    pointed = {s for e in block.exercises for s in prompt_references(chapter, e)}
+    assert set(block.notes.get("reading") or ()) <= pointed
+
+
+# --- the instructor notes (issue 36.2) ------------------------------------------------------
+
+
+@pytest.mark.parametrize("block", BLOCKS, ids=lambda b: b.id)
+def test_every_block_has_key_points_a_cut_an_extension_and_a_debrief(block, book):
+    notes = block.notes
+    assert len(notes.get("key_points") or ()) >= 2
+    assert notes.get("cut") and notes.get("debrief")
+    extension = notes.get("extension")
+    assert extension in book.targets, f"{extension}: no such section"
+    titles = [
+        s.title
+        for path in sorted((ROOT / "chapters").glob("*.qmd"))
+        for s in blocks.load_chapter(path.stem, ROOT).sections
+        if s.id == extension
+    ]
+    assert titles and titles[0].startswith("Exercise"), "the extension is an exercise section"
+    assigned = {e for slot in _day() if slot.block for e in slot.block.exercises}
+    assert extension not in assigned, "an extension is not one of the day's exercises"
+
+
+@pytest.mark.parametrize("block", NOTEBOOK_BLOCKS, ids=lambda b: b.id)
+def test_a_notebook_block_has_a_predict_question_and_two_mistakes_in_words(block):
+    assert {"question", "code", "output", "why"} <= set(block.notes.get("predict") or {})
+    chapter = blocks.load_chapter(block.chapter, ROOT)
+    mistakes = blocks.chosen_mistakes(block, chapter, ROOT)
+    assert len(mistakes) == 2 == len(block.notes["mistakes"]), "each named mistake is a tested hint"
+    for mistake in mistakes:
+        assert mistake.doc, (
+            f"{mistake.hint!r}: its wrong answer has no docstring to say it in words"
+        )
+        assert "test_" not in mistake.plain
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.notes.get("predict")], ids=lambda b: b.id)
+def test_a_predict_question_prints_what_its_notes_say(block):
+    import subprocess
+    import sys
+
+    predict = block.notes["predict"]
+    run = subprocess.run(
+        [sys.executable, "-c", predict["code"]], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == str(predict["output"]).strip()
+
+
+def test_the_tracing_notes_warn_of_a_tracer_reaching_python():
+    """The block's central mistake: `range(degree)` on a traced degree (a missing static argument)."""
+    (block,) = [b for b in BLOCKS if b.id == "tracing"]
+    mistakes = blocks.chosen_mistakes(block, blocks.load_chapter(block.chapter, ROOT), ROOT)
+    assert any("tracer" in m.plain and "static" in m.plain for m in mistakes)
+
+
+@pytest.mark.parametrize("block", NOTEBOOK_BLOCKS, ids=lambda b: b.id)
+def test_the_live_coding_script_is_the_blocks_own_demonstrated_cells(block, notebooks):
+    script = blocks.demo_cells(block, blocks.load_chapter(block.chapter, ROOT))
+    student = [c.source for c in notebooks[(block.id, True)].cells if c.cell_type == "code"]
+    assert script and all(any(code in cell for cell in student) for code in script)
+
+
+def test_the_clock_checkpoint_follows_the_schedule():
+    (jit,) = [b for b in BLOCKS if b.id == "jit"]
+    clock = 9 * 60
+    for slot in _day():
+        if slot.block is jit or (slot.block and slot.block.id == "jit"):
+            break
+        clock += slot.minutes
+    said = blocks.checkpoints(jit, ROOT)
+    assert said.startswith(f"starts at {clock // 60}:{clock % 60:02d}")
+    assert said.count(":") == 1 + 2 + 1, "its start, its two exercises and its end"
+
+
 # --- reading code ---------------------------------------------------------------------------
 
 
@@ -171,6 +353,9 @@ def test_the_sync_check_reports_a_stale_or_orphan_block_notebook(tmp_path):
     (tmp_path / blocks.PLAN_FILE).write_text(yaml.safe_dump(plan))
     written, kept = blocks.write(tmp_path)
     assert len(written) == 2 and kept == []
+    stamps = [path.stat().st_mtime_ns for path in written]
+    assert blocks.write(tmp_path) == ([], []), "nothing changed, nothing written"
+    assert [path.stat().st_mtime_ns for path in written] == stamps
     first = written[0]
     first.write_text(first.read_text().replace("Workshop block", "Workshop blok"))
     orphan = tmp_path / "notebooks" / blocks.BLOCKS_DIR / "gone.ipynb"
@@ -178,6 +363,9 @@ def test_the_sync_check_reports_a_stale_or_orphan_block_notebook(tmp_path):
     assert blocks.stale(tmp_path) == sorted(
         [str(first.relative_to(tmp_path / "notebooks")), "blocks/gone.ipynb"]
     ), "every other notebook is in sync, these two are not"
+    written, _ = blocks.write(tmp_path)
+    assert written == [first], "only the changed notebook is rewritten"
+    assert not orphan.exists()
 
 
 # --- the pages ------------------------------------------------------------------------------
@@ -199,6 +387,14 @@ def test_a_page_is_in_the_book_and_its_generated_references_resolve(page, render
     assert references - set(book.targets) == set()
 
 
+def test_the_workshop_page_shows_the_arithmetic_of_both_plans(rendered):
+    text = rendered["workshop.qmd"]
+    for plan in ("one_day", "two_day"):
+        for sentence in blocks.arithmetic_text(plan, ROOT).split("\n\n"):
+            assert sentence in text
+    assert "compilation cache" not in text, "participants are not asked to warm the cache"
+
+
 def test_the_workshop_page_links_every_block_notebook_on_colab(rendered, book):
     text = rendered["workshop.qmd"]
     for block in NOTEBOOK_BLOCKS:
@@ -216,6 +412,12 @@ def test_the_instructor_page_lists_stuck_points_timings_and_summaries(rendered):
             checker = blocks._checker_of(blocks.load_chapter(block.chapter, ROOT), exercise)
             assert blocks.stuck_points(checker, ROOT), f"no wrong-answer test found for {checker}"
     assert text.count("**Learning objectives.**") == len(BLOCKS)
+    assert blocks.arithmetic_text("one_day", ROOT) in text
+    assert text.count("- **Key points**:") == len(BLOCKS)
+    assert text.count("- **Predict the output**") == len(NOTEBOOK_BLOCKS)
+    for block in NOTEBOOK_BLOCKS:
+        assert f"## Live-coding script: {block.title}" in text
+    assert "test_" not in text.split("## Block by block")[1].split("## Seeing who")[0]
     assert "| Trap | Symptom | Where |" in text, "the sharp-bits hand-out"
     assert "python -m jaxcourse.progress" in text
 

@@ -13,4 +13,6 @@ Modules:
     learner         the learner's copy in `my-work/` and the set-up check (scripts/check-setup.sh)
     install         what scripts/setup.sh installs (Part I or full), torch's index, its import check
     run_course      scripts/course.sh's execution of the chapters, with progress and a summary
+    gpu_check       the one prepared GPU check: notebooks and the seed's benchmark, in reports/gpu/
+    notebook_runner a notebook's code cells as plain Python, for a machine without Jupyter
 """

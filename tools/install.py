@@ -9,6 +9,9 @@ Runs on the interpreter that builds `.venv` (standard library only), from the re
                                                 pip's arguments for the pinned torch from
                                                 PyTorch's CPU wheel index, or nothing
     python -m tools.install check MODE          (in .venv) imports everything the install has
+    python -m tools.install wheelhouse DIR [--platform NAME ...] [--python-version 3.13]
+                                                (in .venv) downloads every wheel a Part I install
+                                                needs into DIR, for an install with no network
 
 MODE is `part1`, `full` or `dev`. A learner's install (`part1` or `full`) is requirements.txt:
 the package's dependencies, Jupyter, and what scripts/course.sh runs. Part I needs neither torch
@@ -22,6 +25,14 @@ pinned version, pip takes torch from there (a CPU build of a few hundred MB); wh
 reached, pip takes PyPI's build, a CUDA build on Linux, and one line on stderr says why and how
 large that download is. `--cuda` asks for PyPI's CUDA build outright. On macOS and Windows PyPI's
 wheels are CPU builds already, so there is nothing to probe.
+
+`wheelhouse` makes a wheel folder (for a USB stick, against a venue's network): `pip download` of
+the Part I requirements and of the build back-end that `pip install -e .` needs (pyproject.toml's
+`build-system`), into DIR, with DIR/requirements-part1.txt beside them. By default the wheels are
+this machine's; each `--platform` (one of `PLATFORMS`) downloads another system's wheels instead,
+binary wheels only, for `--python-version` (default: this interpreter's). `bash scripts/setup.sh
+--part1 --wheelhouse DIR` then installs from the folder with no index (`pip install --no-index
+--find-links DIR`).
 """
 
 from __future__ import annotations
@@ -66,6 +77,32 @@ PART1_INSTALLED = "1.0 GB"
 FULL_INSTALLED_CUDA = "5.7 GB"
 
 MODES = ("part1", "full", "dev")
+
+WHEELHOUSE_MODE = "part1"
+"""What a wheel folder holds: a one-day workshop's install (Part I; torch alone is 200 MB to
+2.8 GB more)."""
+
+OLDEST_GLIBC_MINOR = 31
+"""A Linux wheel folder is for glibc 2.31 or newer (Ubuntu 20.04 and later); the pinned jaxlib
+itself needs 2.27."""
+
+
+def _manylinux(arch: str) -> tuple[str, ...]:
+    """Every manylinux tag a system with glibc 2.OLDEST_GLIBC_MINOR accepts (pip's `--platform`
+    does not add the older ones itself, except manylinux2010 and manylinux1 for manylinux2014)."""
+    newest_first = range(OLDEST_GLIBC_MINOR, 16, -1)
+    return (*(f"manylinux_2_{minor}_{arch}" for minor in newest_first), f"manylinux2014_{arch}")
+
+
+PLATFORMS = {
+    "linux-x86_64": _manylinux("x86_64"),
+    "linux-aarch64": _manylinux("aarch64"),
+    "macos-arm64": ("macosx_12_0_arm64",),
+}
+"""The systems the course runs on (scripts/setup.sh), as pip's platform tags for `pip download
+--platform`. WSL is linux-x86_64. macOS: wheels for macOS 12 or newer, every Apple Silicon Mac but
+those still on macOS 11 (pip adds the older macOS tags and universal2 itself; SciPy's oldest arm64
+wheel is for macOS 12)."""
 
 DEV_REQUIREMENTS = "requirements-dev.txt"
 """The developers' tools, on top of requirements.txt (which it includes with `-r`)."""
@@ -313,7 +350,67 @@ def check(mode: str) -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
+def build_requirements(root: Path = ROOT) -> list[str]:
+    """What pyproject.toml's `build-system` needs to build the course package (`pip install -e .`)."""
+    return tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["requires"]
+
+
+def wheelhouse_commands(
+    folder: Path,
+    platforms: list[str] = (),
+    python_version: str | None = None,
+    root: Path = ROOT,
+) -> list[list[str]]:
+    """pip's arguments (after `python -m pip`) that fill `folder` with a Part I install's wheels:
+    the requirements (folder/requirements-part1.txt, which `wheelhouse` writes) and the build
+    back-end. With `platforms` (names of `PLATFORMS`), each system's binary wheels in turn (one
+    `pip download` picks one wheel per package, so each system needs its own)."""
+    unknown = sorted(set(platforms) - set(PLATFORMS))
+    if unknown:
+        raise ValueError(f"unknown platform {unknown}: choose among {sorted(PLATFORMS)}.")
+    if python_version and not platforms:
+        raise ValueError("--python-version goes with --platform (this machine's Python is used).")
+    version = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
+    base = ["download", "--disable-pip-version-check", "--dest", str(folder)]
+    targets = [
+        [
+            *(option for tag in PLATFORMS[name] for option in ("--platform", tag)),
+            *("--only-binary=:all:", "--implementation", "cp", "--python-version", version),
+        ]
+        for name in platforms
+    ] or [[]]
+    requirements_file = folder / f"requirements-{WHEELHOUSE_MODE}.txt"
+    return [
+        [*base, *target, *what]
+        for target in targets
+        for what in (["-r", str(requirements_file)], build_requirements(root))
+    ]
+
+
+def wheelhouse(
+    folder: Path,
+    platforms: list[str] = (),
+    python_version: str | None = None,
+    root: Path = ROOT,
+) -> str:
+    """Downloads a Part I install's wheels into `folder` (see `wheelhouse_commands`) with this
+    interpreter's pip; returns the line that says how to install from it."""
+    folder = Path(folder).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    commands = wheelhouse_commands(folder, platforms, python_version, root)
+    (folder / f"requirements-{WHEELHOUSE_MODE}.txt").write_text(requirements(WHEELHOUSE_MODE, root))
+    for command in commands:
+        subprocess.run([sys.executable, "-m", "pip", *command], check=True)
+    wheels = sorted(folder.glob("*.whl"))
+    size = sum(wheel.stat().st_size for wheel in wheels) / 1e6
+    return (
+        f"{len(wheels)} wheels, {size:.0f} MB, in {folder}. Install from it with no network: "
+        f"bash scripts/setup.sh --part1 --wheelhouse {folder}"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of `python -m tools.install` (the pages' commands are checked with it)."""
     parser = argparse.ArgumentParser(
         prog="python -m tools.install", description=__doc__.split("\n")[0]
     )
@@ -323,7 +420,30 @@ def main(argv: list[str] | None = None) -> int:
     torch_parser = commands.add_parser("torch-args")
     torch_parser.add_argument("--cuda", action="store_true", help="PyPI's CUDA build of torch")
     torch_parser.add_argument("--python", help="the interpreter whose installed torch counts")
-    args = parser.parse_args(argv)
+    wheel_parser = commands.add_parser("wheelhouse", help="a Part I install's wheels, into DIR")
+    wheel_parser.add_argument("folder", type=Path, metavar="DIR")
+    wheel_parser.add_argument(
+        "--platform",
+        action="append",
+        default=[],
+        choices=sorted(PLATFORMS),
+        help="another system's wheels (repeat for several); default: this machine's",
+    )
+    wheel_parser.add_argument(
+        "--python-version", help="with --platform: the participants' Python, such as 3.12"
+    )
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "wheelhouse":
+        try:
+            print(wheelhouse(args.folder, args.platform, args.python_version))
+        except (ValueError, subprocess.CalledProcessError) as error:
+            print(f"No wheel folder: {error}", file=sys.stderr)
+            return 1
+        return 0
     if args.command == "announce":
         print(announce(args.mode))
     elif args.command == "requirements":

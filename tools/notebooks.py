@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import re
 import shutil
 import sys
@@ -334,14 +335,19 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+def _block_notebooks():
+    """`tools.block_notebooks`, which builds the workshop's block notebooks from the chapters
+    with this module's converter: found by name when the command runs, so that this module
+    never imports it (it imports this one)."""
+    return importlib.import_module("tools.block_notebooks")
+
+
 def _run(args: argparse.Namespace) -> int:
     if args.check:
         stale = stale_notebooks(args.root)
         if solutions.is_stale(args.root):
             stale.append(str(solutions.SOLUTIONS_FILE))
-        from tools import blocks  # the workshop's block notebooks, built from the chapters too
-
-        stale.extend(blocks.stale(args.root))
+        stale.extend(_block_notebooks().stale(args.root))
         if stale:
             print(
                 "Out of date (run python -m tools.notebooks, which first copies any notebook "
@@ -355,9 +361,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 0
     written, kept = write_all(args.root)
-    from tools import blocks
-
-    block_notebooks, block_copies = blocks.write(args.root)
+    block_notebooks, block_copies = _block_notebooks().write(args.root)
     written, kept = written + block_notebooks, kept + block_copies
     if solutions.write(args.root):
         print("wrote", solutions.SOLUTIONS_FILE)

@@ -36,7 +36,6 @@ from nbclient.exceptions import CellExecutionError
 from nbconvert import HTMLExporter
 
 from tools import colab
-from tools.blocks import render_asis
 from tools.book import Book, load_book
 from tools.crossref import Page
 from tools.notebooks import chapter_paths, chapter_to_notebook, expand_includes
@@ -51,6 +50,7 @@ from tools.qmd import (
     option_value,
     split_blocks,
 )
+from tools.workshop_pages import render_asis
 
 TEMPLATE = Path(__file__).with_name("site.html.j2")
 SUMMARY_HEADING = "## Your exercises at a glance"

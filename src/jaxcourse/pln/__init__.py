@@ -16,13 +16,15 @@ Modules: `constants` (facts of the case study), `_data` (loading, simulation, ch
 `_model` (the ELBO and closed forms), `_algorithm` (the shared algorithm and `FitResult`),
 `profiled` and `convergence` (the core of levels 5 and 6), `_sharded` (a data-parallel
 ELBO), `_reference` (pyPLNmodels), `separation` (quasi-separation), `bootstrap` (a parametric
-bootstrap of B's standard errors), `formula` (covariates from a model formula, with the
-optional formulaic).
+bootstrap of B's standard errors), `coverage` (how often the sandwich's and the bootstrap's
+intervals hold the truth, on data simulated from a known model), `formula` (covariates from a
+model formula, with the optional formulaic).
 """
 
 from . import bootstrap as bootstrap
 from . import constants as constants
 from . import convergence as convergence
+from . import coverage as coverage
 from . import custom_gradient as custom_gradient
 from . import formula as formula
 from . import level0 as level0

@@ -171,11 +171,23 @@ def bootstrap_coef(
     fits = level6.fit_many(datasets, n_iter, optimizer=optimizer, tol=tol)
     coefs = np.asarray(fits.params.coef, dtype=np.float64)
     n_converged = int(np.sum(np.asarray(fits.status) == CONVERGED))
-    n_separated = np.asarray(fits.separated).sum(axis=0).astype(np.int64)
-    standard_errors = coefs.std(axis=0, ddof=1)
+    standard_errors, n_separated = spread(coefs, fits.separated, allow_separated=allow_separated)
+    return Bootstrap(coefs, standard_errors, n_converged, fits, n_separated)
+
+
+def spread(
+    coefs, separated, *, axis: int = 0, allow_separated: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """`(standard_errors, n_separated)` of refitted B: the standard deviation over the draws
+    (`axis`, ddof=1) and, per coefficient, how many draws separated it (`separated`, a bool
+    array of `coefs`' shape); the standard error is NaN where that count is not 0, unless
+    `allow_separated`."""
+    coefs = np.asarray(coefs, dtype=np.float64)
+    n_separated = np.asarray(separated).sum(axis=axis).astype(np.int64)
+    standard_errors = coefs.std(axis=axis, ddof=1)
     if not allow_separated:
         standard_errors = np.where(n_separated > 0, np.nan, standard_errors)
-    return Bootstrap(coefs, standard_errors, n_converged, fits, n_separated)
+    return standard_errors, n_separated
 
 
 def loop_of_fits(
