@@ -499,4 +499,5 @@ def test_setup_cell_installs_part_two_s_comparison_but_keeps_colabs_torch():
     assert notebook_setup.COURSE_REQUIREMENT.startswith("jaxcourse[compare] @ git+")
     pinned = notebook_setup.pinned_dependencies()
     assert "pyPLNmodels==1.0.10" in pinned
+    assert "formulaic==1.2.2" in pinned  # the practice chapter's model formula
     assert not any(pin.lower().startswith("torch") for pin in pinned)

@@ -419,12 +419,27 @@ def test_pyplnmodels_and_torch_are_an_optional_extra_not_dependencies():
     assert {"jax", "jaxlib", "pandas"} <= core
 
 
+def test_formulaic_is_an_optional_extra_pinned_for_the_full_install():
+    """The `formula` extra is formulaic alone; requirements.txt pins it and what it needs, so the
+    full install has it (and every requirement of it is pinned too)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    core = {install.requirement_name(spec) for spec in project["dependencies"]}
+    assert install.formula_extra(ROOT) == {"formulaic"} and "formulaic" not in core
+    pinned = install.pinned_names(ROOT / "requirements.txt")
+    assert install.pinned_version("formulaic") == "1.2.2"
+    needs = dependency_closure({"formulaic"}) - {"formulaic"}
+    assert {"interface-meta", "wrapt"} <= needs
+    unpinned = needs - pinned - dependency_closure(pinned - {"formulaic"})
+    assert unpinned == set(), f"pin what formulaic needs in requirements.txt: {unpinned}"
+
+
 def test_part1_requirements_are_requirements_txt_without_the_extra():
     full, part1 = install.requirements("full"), install.requirements("part1")
     assert full == (ROOT / "requirements.txt").read_text()
     names = {install.requirement_name(line) for line in part1.splitlines()} - {None}
     every = {install.requirement_name(line) for line in full.splitlines()} - {None}
-    assert names == every - install.compare_extra(ROOT)
+    assert names == every - install.compare_extra(ROOT) - install.formula_extra(ROOT)
+    assert "formulaic" in every - names
     assert {"jax", "jaxlib", "jupyter"} <= names
     assert install.requirements("dev") == (ROOT / "requirements-dev.txt").read_text()
 

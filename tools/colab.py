@@ -143,11 +143,12 @@ def _canonical(name: str) -> str:
 
 
 def pinned_dependencies(root: Path = ROOT) -> list[str]:
-    """The course package's dependencies, the `compare` extra's included, at requirements.txt's
+    """The course package's dependencies, the `compare` and `formula` extras' included, at requirements.txt's
     versions (jax and jaxlib aside, and torch, which Colab preinstalls): what CI tests, so that
     every learner in a room gets the same versions."""
     project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    wanted = project["dependencies"] + project["optional-dependencies"]["compare"]
+    extras = project["optional-dependencies"]
+    wanted = project["dependencies"] + extras["compare"] + extras["formula"]
     names = {_canonical(re.match(r"[A-Za-z0-9._-]+", d)[0]) for d in wanted}
     names -= {"jax", "jaxlib", "torch"}  # Colab's preinstalled torch serves pyPLNmodels
     pins = {}

@@ -16,7 +16,8 @@ Runs on the interpreter that builds `.venv` (standard library only), from the re
 MODE is `part1`, `full` or `dev`. A learner's install (`part1` or `full`) is requirements.txt:
 the package's dependencies, Jupyter, and what scripts/course.sh runs. Part I needs neither torch
 nor pyPLNmodels: the `compare` extra of pyproject.toml lists what only the comparison with
-pyPLNmodels needs, and `requirements part1` leaves exactly those names out. `dev` is the full
+pyPLNmodels needs, the `formula` extra what only model formulas need (formulaic), and
+`requirements part1` leaves exactly those names out. `dev` is the full
 install plus requirements-dev.txt (tests and lint), what scripts/test.sh sets up. For the
 full and dev installs, `torch-args` probes PyTorch's CPU wheel index (`JAXCOURSE_TORCH_INDEX`, default
 `CPU_INDEX`, with a timeout of `JAXCOURSE_PROBE_TIMEOUT` seconds): when its `torch/` page lists the
@@ -135,10 +136,26 @@ def requirement_name(line: str) -> str | None:
     return canonical(match.group(0)) if match else None
 
 
+def extra(name: str, root: Path = ROOT) -> set[str]:
+    """The distributions of pyproject.toml's optional extra `name`."""
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    return {requirement_name(spec) for spec in project["optional-dependencies"][name]}
+
+
 def compare_extra(root: Path = ROOT) -> set[str]:
     """The distributions of pyproject.toml's `compare` extra (what only the comparison needs)."""
-    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
-    return {requirement_name(spec) for spec in project["optional-dependencies"]["compare"]}
+    return extra("compare", root)
+
+
+def formula_extra(root: Path = ROOT) -> set[str]:
+    """The distributions of pyproject.toml's `formula` extra (formulaic, for model formulas)."""
+    return extra("formula", root)
+
+
+def part1_left_out(root: Path = ROOT) -> set[str]:
+    """What `requirements part1` leaves out of requirements.txt: the `compare` and `formula`
+    extras' distributions (the few small packages formulaic needs stay pinned in both installs)."""
+    return compare_extra(root) | formula_extra(root)
 
 
 def dev_extra(root: Path = ROOT) -> set[str]:
@@ -150,7 +167,7 @@ def dev_extra(root: Path = ROOT) -> set[str]:
 def requirements(mode: str, root: Path = ROOT) -> str:
     """The requirements file pip gets for `mode`: requirements-dev.txt (which includes
     requirements.txt) for `dev`; requirements.txt for `full`; for `part1`, requirements.txt
-    without the lines that pin a distribution of the `compare` extra."""
+    without the lines that pin a distribution of the `compare` or `formula` extra."""
     if mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}.")
     if mode == "dev":
@@ -158,7 +175,7 @@ def requirements(mode: str, root: Path = ROOT) -> str:
     lines = (root / "requirements.txt").read_text().splitlines(keepends=True)
     if mode == "full":
         return "".join(lines)
-    left_out = compare_extra(root)
+    left_out = part1_left_out(root)
     return "".join(line for line in lines if requirement_name(line) not in left_out)
 
 
@@ -299,7 +316,7 @@ def check(mode: str) -> str:
 
     warnings.filterwarnings("ignore", message="pkg_resources is deprecated")  # pyPLNmodels'
     names = ["jax", "jaxlib", "optax", "numpy", "scipy", "pandas", "matplotlib", "jaxcourse"]
-    optional = ["torch", "pyPLNmodels"]
+    optional = ["torch", "pyPLNmodels", "formulaic"]
     for name in optional:
         try:
             present = importlib.util.find_spec(name) is not None

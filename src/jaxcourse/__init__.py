@@ -20,7 +20,8 @@ Subpackages and modules, one idea each:
     hlo        what a compiled program writes to memory: the arrays between its fused loops
     reductions sums over large arrays in the form XLA fuses, chosen once for the pinned release
     config     problem sizes chosen by device
-    optional   the optional `compare` extra (pyPLNmodels, torch), imported only where needed
+    optional   the optional extras, `compare` (pyPLNmodels, torch) and `formula` (formulaic),
+               imported only where needed
     parallel   the data-parallel training example of the sharding chapter, the mesh axis name
     tracecount count how often a function is traced
     mesh       the ("data", "model") grid of devices, checked before jax.make_mesh sees it

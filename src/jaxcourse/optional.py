@@ -1,9 +1,10 @@
-"""The optional `compare` extra: pyPLNmodels and torch, which only the comparison with pyPLNmodels
+"""The optional extras. `compare`: pyPLNmodels and torch, which only the comparison with pyPLNmodels
 needs (Part I and the PLN levels do not; the oaks data ship with the package).
 
 `require_compare()` is called first by every function that imports them, so that a Part I
 install (`bash scripts/setup.sh --part1`) gets one clear error saying how to add them, not a bare
-`ModuleNotFoundError` from deep inside.
+`ModuleNotFoundError` from deep inside. `formula`: formulaic, which only
+`pln.formula.design_from_formula` needs; `require_formula()` guards it the same way.
 """
 
 from __future__ import annotations
@@ -59,3 +60,27 @@ def require_compare(purpose: str = "the comparison with pyPLNmodels") -> None:
     missing = [name for name in COMPARE_MODULES if not _installed(name)]
     if missing:
         raise ImportError(missing_compare_message(missing, purpose))
+
+
+FORMULA_MODULE = "formulaic"
+"""What the `formula` extra of pyproject.toml installs: the formula library behind
+`pln.formula.design_from_formula`."""
+
+INSTALL_FORMULA = (
+    "pip install formulaic` (or `pip install -e '.[formula]'`, or `bash scripts/setup.sh --full`"
+)
+"""The commands that install it, as `require_formula`'s error gives them."""
+
+
+def require_formula(purpose: str = "a model formula") -> None:
+    """Returns if formulaic is installed, else raises a clear `ImportError`.
+
+    Raises:
+        ImportError: formulaic is missing; the message names `purpose` and how to install it.
+    """
+    if not _installed(FORMULA_MODULE):
+        raise ImportError(
+            f"formulaic is not installed, and {purpose} needs it (it is the course's optional "
+            f"`formula` extra). Run `{INSTALL_FORMULA}) in the course's environment, then restart "
+            "the kernel; or build the covariates without a formula, with `pln.design_matrix`."
+        )

@@ -17,7 +17,8 @@ Modules: `constants` (facts of the case study), `_data` (loading, simulation, ch
 `profiled` and `convergence` (the core of levels 5 and 6), `_sharded` (a data-parallel
 ELBO), `_reference` (pyPLNmodels), `separation` (quasi-separation), `bootstrap` (a parametric
 bootstrap of B's standard errors), `coverage` (how often the sandwich's and the bootstrap's
-intervals hold the truth, on data simulated from a known model).
+intervals hold the truth, on data simulated from a known model), `formula` (covariates from a
+model formula, with the optional formulaic).
 """
 
 from . import bootstrap as bootstrap
@@ -25,6 +26,7 @@ from . import constants as constants
 from . import convergence as convergence
 from . import coverage as coverage
 from . import custom_gradient as custom_gradient
+from . import formula as formula
 from . import level0 as level0
 from . import level1 as level1
 from . import level2 as level2
@@ -70,8 +72,10 @@ from ._model import stirling_correction as stirling_correction
 from ._reference import ReferenceFit as ReferenceFit
 from ._reference import ReferenceTrace as ReferenceTrace
 from ._reference import fit_pyplnmodels as fit_pyplnmodels
+from ._reference import load_scrna_table as load_scrna_table
 from ._reference import trace_pyplnmodels as trace_pyplnmodels
 from ._sharded import sharded_elbo as sharded_elbo
+from .formula import design_from_formula as design_from_formula
 
 LEVELS = {0: level0, 1: level1, 2: level2, 3: level3, 4: level4, 5: level5, 6: level6}
 """Level number -> module, for all seven levels; each module's `fit` follows the contract above."""

@@ -36,12 +36,39 @@ class ReferenceFit(NamedTuple):
     model: Any  # pyPLNmodels ships no type hints
 
 
-def fit_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceFit:
-    """Fits pyPLNmodels' `Pln` (Rprop on the profiled ELBO) to `data`, silencing its progress output."""
+@contextlib.contextmanager
+def limited_torch_threads(threads: int | None):
+    """Within the block, torch computes on `threads` threads (`torch.set_num_threads`), then
+    gets back the number it had; None leaves torch's own choice (one per core)."""
+    import torch
+
+    if threads is None:
+        yield
+        return
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"torch_threads must be an int of at least 1 or None, got {threads!r}.")
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def fit_pyplnmodels(
+    data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER, torch_threads: int | None = None
+) -> ReferenceFit:
+    """Fits pyPLNmodels' `Pln` (Rprop on the profiled ELBO) to `data`, silencing its progress output.
+
+    `torch_threads`: torch's threads for this fit (`limited_torch_threads`), torch's default if None.
+    On a small machine shared with JAX, one thread keeps torch's idle threads from spinning
+    against JAX's (on two busy cores they multiplied a 400 x 100 fit's CPU time about ninefold).
+    """
     require_compare()
     from pyPLNmodels import Pln
 
     with (
+        limited_torch_threads(torch_threads),
         warnings.catch_warnings(),
         contextlib.redirect_stdout(io.StringIO()),
         contextlib.redirect_stderr(io.StringIO()),
@@ -92,14 +119,16 @@ def describe_torch_optimizer(optimizer) -> str:
     return f"torch.optim.{type(optimizer).__name__}({settings})"
 
 
-def trace_pyplnmodels(data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER) -> ReferenceTrace:
+def trace_pyplnmodels(
+    data: PLNData, *, maxiter: int = PYPLNMODELS_MAXITER, torch_threads: int | None = None
+) -> ReferenceTrace:
     """Fits pyPLNmodels (`fit_pyplnmodels`) and returns its own ELBO trace and timings.
 
     The trace and times come from pyPLNmodels' private monitors (`_elbo_criterion_monitor`,
     `_time_recorder`); a test on a tiny data set pins them, so an upgrade that renames them
     fails there first.
     """
-    fitted = fit_pyplnmodels(data, maxiter=maxiter)
+    fitted = fit_pyplnmodels(data, maxiter=maxiter, torch_threads=torch_threads)
     model = fitted.model
     elbo_stirling = np.array([float(value) for value in model._elbo_criterion_monitor.elbo_list])
     latent = (model._latent_mean, model._latent_sqrt_variance)
@@ -228,3 +257,45 @@ def pyplnmodels_sandwich(data: PLNData, result) -> SandwichVariance:
     as_returned = sandwich.get_variance_coef().numpy()
     diagonal = torch.diag(sandwich.get_sandwich()).numpy() / data.n_samples
     return SandwichVariance(as_returned, diagonal.reshape(data.n_species, data.n_covariates).T)
+
+
+def load_scrna_table(n_samples: int = 400, n_genes: int = 100) -> dict:
+    """pyPLNmodels' single-cell RNA data (`load_scrna`, read from the data it ships: no network),
+    quietly, with the offsets a fit needs: data the course was not built on.
+
+    Args:
+        n_samples: the first `n_samples` cells (pyPLNmodels ships 2000 at most).
+        n_genes: the first `n_genes` genes (3000 at most).
+
+    Returns:
+        `counts` (an `(n_samples, n_genes)` DataFrame, one column per gene), `cell_type` (a
+        Series: `Macrophages`, `T_cells_CD4+` or `T_cells_CD8+`) and `offsets` (a DataFrame of the
+        counts' shape: the log of each cell's total over these genes, the same in every column).
+
+    Raises:
+        ValueError: a cell with no count in these genes, whose log total would be -inf.
+    """
+    require_compare()
+    import pandas as pd
+
+    with (
+        warnings.catch_warnings(),
+        contextlib.redirect_stdout(io.StringIO()),  # it prints the size it returns
+    ):
+        warnings.simplefilter("ignore")  # pyPLNmodels imports pkg_resources
+        from pyPLNmodels import load_scrna
+
+        table = load_scrna(n_samples=n_samples, dim=n_genes)
+    counts = table["endog"]
+    totals = counts.to_numpy().sum(axis=1)
+    if np.any(totals == 0):
+        raise ValueError(
+            f"{int(np.sum(totals == 0))} cells have no count in the first {n_genes} genes, so no log "
+            "library size: take more genes."
+        )
+    offsets = pd.DataFrame(
+        np.repeat(np.log(totals)[:, None], counts.shape[1], axis=1),
+        index=counts.index,
+        columns=counts.columns,
+    )
+    return {"counts": counts, "cell_type": table["labels"].rename("cell_type"), "offsets": offsets}
