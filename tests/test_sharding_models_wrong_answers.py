@@ -171,17 +171,11 @@ WRONG_FSDP = {
         partial(mp.block_loss, plan=mp.PLANS["FSDP"]),
         ("runs mp.block_loss", "write FSDP's body yourself"),
     ),
-    "no gather: each weight block used as the whole weight": (
-        lambda params, x_block, y_block: lax.pmean(
-            mp.mse(mp.mlp(params, x_block), y_block), "data"
-        ),
-        ("a weight block where it needs the whole weight", "lax.all_gather"),
-    ),
     "the global view's sharded_loss (shown before the exercise) as the body": (
         lambda params, x_block, y_block: mp.sharded_loss(
             params, x_block, y_block, plan=mp.PLANS["FSDP"]
         ),
-        ("a weight block where it needs the whole weight", "jax.reshard"),
+        ("the shapes of a product do not match", "jax.reshard"),
     ),
     "the course's own loss, called from a function of the learner's": (
         lambda params, x_block, y_block: mp.block_loss(

@@ -176,12 +176,13 @@ def _library_losses_run(call, *args, **kwargs) -> tuple[object, list[str]]:
 _UNGATHERED_HINT = (
     TypeError,
     "dot_general requires contracting dimensions to have the same shape",
-    "a product got a weight block where it needs the whole weight: inside shard_map each "
-    "device holds only its slice of W1's rows and of W2's columns, and lax.all_gather(..., "
-    "'data', axis=..., tiled=True) gathers it just before its layer (jax.reshard, the gather of "
-    "the global view, does not)",
+    "the shapes of a product do not match: inside shard_map each device holds only its slice of "
+    "W1's rows and of W2's columns, so gather each weight whole just before its layer, along the "
+    "axis it is split on: lax.all_gather(W1_block, 'data', axis=0, tiled=True) and "
+    "lax.all_gather(W2_block, 'data', axis=1, tiled=True) (jax.reshard, the gather of the "
+    "global view, does not gather inside shard_map)",
 )
-"""A weight used as this device's block: the product's shapes do not match."""
+"""A weight used as this device's block, or gathered along the wrong axis."""
 
 
 def _padded(spec, ndim: int) -> tuple:
