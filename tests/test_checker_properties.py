@@ -4,21 +4,30 @@ The answers tried are built from the chapter's own reference solution (tests/exe
 
 - an answer that changes its inputs in place fails, with a hint naming the argument
   (`checks.call_answer` compares each NumPy array, list and dict before and after the call);
+  where the answer's code is given only values that cannot change (JAX arrays and tracers,
+  numbers, strings), the test asserts that and that the unchanged answer passes;
 - an answer that memorises the example, the reference's result for the first inputs it is given,
   returned for every later call, fails: each checker tries more than one input;
 - the simulated costs of a measurement exercise are drawn afresh for each check, and an answer
   that returns a constant (the reference's first result) fails.
 
-A reference that is not a plain function (a class, a jitted function, a custom_jvp) cannot be
-wrapped without changing what it is; for those the test checks that the reference passes. Where a
-checker calls the answer only inside a trace, the memorised example is the reference's result on
-arrays of ones of the first call's shapes.
+Each answer keeps the kind of object the reference is, so that the checker accepts the
+unchanged wrapper as it accepts the reference (`_rebuilt`): a jitted function is jitted again
+around the new code with the same static and donated arguments, a `jax.custom_jvp` keeps its
+JVP rule around the new primal, and a class becomes a subclass, registered as a pytree the same
+way, whose constructor (and, for the in-place property, every method) runs the new code. For a
+class, the memorising and the constant answer are a constructor that builds the first example's
+instance whatever it is given. Where a checker calls the answer only inside a trace (a jitted
+function, a shard_map body), the memorised example is the reference's result on arrays of ones
+of the first call's shapes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
+import types
 
 import jax
 import numpy as np
@@ -37,26 +46,115 @@ IDS = [name for name, _ in CHECKERS]
 def _setup(name, checker, extra_arguments):
     extra = [extra_arguments[p] for p in list(inspect.signature(checker).parameters)[1:]]
     mesh = extra_arguments["mesh"] if extra else None
-    reference = reference_call(name.split(".")[-1], mesh)[0]
-    wrappable = inspect.isfunction(reference) or isinstance(reference, functools.partial)
-    return reference, extra, wrappable
+    return reference_call(name.split(".")[-1], mesh)[0], extra
 
 
 def _has_tracer(value) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value))
 
 
-def _recorded(reference):
-    """`reference`, recording the arguments and result of each call."""
-    calls = []
+def _rebuilt(reference, make, *, every_method: bool = False):
+    """`reference` with its Python code replaced by `make(inner)`, where `inner` is that code
+    (a callable of the answer's inputs) and `make` returns a callable of the same inputs, kept
+    the kind of object it was, so that the checker accepts `make(lambda f: f)` as it accepts
+    the reference:
 
-    @functools.wraps(reference)
-    def recording(*args, **kwargs):
-        result = reference(*args, **kwargs)
-        calls.append((args, kwargs, result))
-        return result
+    - a jitted function: `make` of its `__wrapped__`, jitted again with the same static and
+      donated arguments (read from `_jit_info`, which `jax.jit` keeps);
+    - a `jax.custom_jvp`: `make` of its `.fun`, with the reference's own JVP rule;
+    - a class: a subclass of the same name, registered as a pytree the same way, whose
+      constructor (with `every_method`, also each method that is not a dunder, and `__call__`)
+      runs `make` of the reference's method bound to the instance;
+    - a function or a partial: `make(reference)`.
+    """
+    if inspect.isclass(reference):
+        return _subclass(reference, make, every_method)
+    if isinstance(reference, jax.custom_jvp):
+        rebuilt = jax.custom_jvp(make(reference.fun), nondiff_argnums=reference.nondiff_argnums)
+        rebuilt.defjvp(reference.jvp, symbolic_zeros=reference.symbolic_zeros)
+        return rebuilt
+    info = getattr(reference, "_jit_info", None)
+    if info is not None:
+        assert not info.user_specified_in_shardings, "rebuild the shardings too"
+        return jax.jit(
+            make(reference.__wrapped__),
+            static_argnums=info.static_argnums,
+            static_argnames=info.static_argnames,
+            donate_argnums=info.donate_argnums,
+            donate_argnames=info.donate_argnames,
+            keep_unused=info.keep_unused,
+        )
+    assert inspect.isfunction(reference) or isinstance(reference, functools.partial), (
+        f"a reference of a new kind, {type(reference).__name__}: teach _rebuilt to rebuild it"
+    )
+    return make(reference)
 
-    return recording, calls
+
+def _subclass(cls: type, make, every_method: bool) -> type:
+    functions = {
+        name: value
+        for klass in reversed(cls.__mro__[:-1])  # not object's; a subclass's method wins
+        for name, value in vars(klass).items()
+        if inspect.isfunction(value)
+    }
+    subclass = type(cls.__name__, (cls,), {"__qualname__": cls.__qualname__})
+    for name, function in functions.items():
+        function = _rebound(function, cls.__name__, subclass)
+        if name == "__init__" or (
+            every_method and (name == "__call__" or not name.startswith("__"))
+        ):
+            function = _through(make, function)
+        setattr(subclass, name, function)
+    if hasattr(cls, "tree_flatten"):
+        jax.tree_util.register_pytree_node_class(subclass)
+    elif dataclasses.is_dataclass(cls):
+        probe = object.__new__(cls)  # a registered dataclass flattens into its fields
+        for field in dataclasses.fields(cls):
+            object.__setattr__(probe, field.name, 0)
+        if jax.tree.leaves(probe) != [probe]:
+            jax.tree_util.register_dataclass(subclass)
+    return subclass
+
+
+def _rebound(function, name: str, value):
+    """`function`, reading `value` where its code reads the global `name` (a method that makes
+    a new instance with the class's name, `Polynomial(...)`, makes one of the subclass)."""
+    if name not in function.__code__.co_names:
+        return function
+    rebound = types.FunctionType(
+        function.__code__,
+        {**function.__globals__, name: value},
+        function.__name__,
+        function.__defaults__,
+        function.__closure__,
+    )
+    rebound.__kwdefaults__ = function.__kwdefaults__
+    rebound.__qualname__ = function.__qualname__
+    return rebound
+
+
+def _through(make, method):
+    """The method that runs `make` of `method` bound to the instance."""
+
+    def rebuilt(self, *args, **kwargs):
+        return make(functools.partial(method, self))(*args, **kwargs)
+
+    return rebuilt
+
+
+def _recording(calls: list):
+    """A `make` for `_rebuilt`: runs the code, recording the arguments and result of each call."""
+
+    def make(inner):
+        @functools.wraps(inner)
+        def recording(*args, **kwargs):
+            result = inner(*args, **kwargs)
+            calls.append((args, kwargs, result))
+            return result
+
+        return recording
+
+    return make
 
 
 def _mutate(value) -> bool:
@@ -85,95 +183,93 @@ def _mutate(value) -> bool:
 def test_an_answer_that_changes_its_inputs_fails_naming_the_argument(
     name, checker, extra_arguments
 ):
-    reference, extra, wrappable = _setup(name, checker, extra_arguments)
-    if not wrappable:
-        assert checker(reference, *extra), f"{name}: the chapter's reference fails"
-        return
-    mutated = []
+    reference, extra = _setup(name, checker, extra_arguments)
+    mutated, ran = [], []
 
-    @functools.wraps(reference)
-    def changes_its_inputs(*args, **kwargs):
-        result = reference(*args, **kwargs)
-        mutated.extend(position for position, arg in enumerate(args) if _mutate(arg))
-        return result
+    def make(inner):
+        @functools.wraps(inner)
+        def changes_its_inputs(*args, **kwargs):
+            result = inner(*args, **kwargs)
+            ran.append(len(args))
+            mutated.extend(position for position, arg in enumerate(args) if _mutate(arg))
+            return result
 
-    verdict = checker(changes_its_inputs, *extra)
+        return changes_its_inputs
+
+    verdict = checker(_rebuilt(reference, make, every_method=True), *extra)
     if mutated:
         assert not verdict, f"{name} passed an answer that changed its inputs"
         assert "in place" in verdict.message and "changed its argument" in verdict.message, (
             verdict.message
         )
-    else:  # the checker gives only values that cannot change (JAX arrays, numbers, functions)
-        assert verdict, f"{name}: the reference, wrapped, fails: {verdict.message}"
+    else:  # the answer's code ran and got only values that cannot change (JAX arrays and
+        # tracers, numbers, strings, functions): the property holds by construction, and the
+        # unchanged wrapper still passes
+        assert ran, f"{name}: the checker never ran the answer's code"
+        assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
 
 
 @pytest.mark.parametrize("name,checker", CHECKERS, ids=IDS)
 def test_an_answer_that_memorises_the_example_fails(name, checker, extra_arguments):
-    reference, extra, wrappable = _setup(name, checker, extra_arguments)
-    if not wrappable:
-        assert checker(reference, *extra), f"{name}: the chapter's reference fails"
-        return
-    recording, calls = _recorded(reference)
-    verdict = checker(recording, *extra)
-    assert verdict, f"{name}: the reference, wrapped, fails: {verdict.message}"
-    verdict = checker(_memoriser(reference, calls), *extra)
+    reference, extra = _setup(name, checker, extra_arguments)
+    calls = []
+    verdict = checker(_rebuilt(reference, _recording(calls)), *extra)
+    assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
+    verdict = checker(_rebuilt(reference, _memorising(calls)), *extra)
     assert not verdict, f"{name} passed an answer that only knows the first example's result"
 
 
-def _memoriser(reference, calls):
-    """An answer that returns the reference's result for the first example, whatever it is
-    given. A checker that calls the answer only inside a trace (a shard_map body, a jitted
-    step) never shows it a concrete value: there, the example is an array of ones of the first
-    call's shapes and dtypes, so the answer still ignores what it is given."""
-    concrete = next((call for call in calls if not _has_tracer(call[:2])), None)
-    if concrete is not None:
-        args, kwargs = concrete[0], concrete[1]
-
-        @functools.wraps(reference)
-        def memorised(*_args, **_kwargs):
-            return reference(*args, **kwargs)
-
-        return memorised
+def _memorising(calls):
+    """A `make` for `_rebuilt`: an answer that returns the code's result for the first example
+    (for a class, a constructor that builds the first example's instance), whatever it is
+    given. A checker that calls the code only inside a trace (a shard_map body, a jitted
+    function) never shows it a concrete value: there, the example is an array of ones of the
+    first call's shapes and dtypes, so the answer still ignores what it is given."""
     assert calls, "the checker never called the answer"
-    traced_args, traced_kwargs = calls[0][0], calls[0][1]
+    concrete = next((call for call in calls if not _has_tracer(call[:2])), None)
+    args, kwargs = calls[0][:2] if concrete is None else concrete[:2]
 
     def ones_like(leaf):
         if isinstance(leaf, jax.core.Tracer):
             return jax.numpy.ones(leaf.shape, leaf.dtype)
         return leaf
 
-    @functools.wraps(reference)
-    def ignores_its_inputs(*_args, **_kwargs):
-        return reference(
-            *jax.tree.map(ones_like, traced_args), **jax.tree.map(ones_like, traced_kwargs)
-        )
+    def make(inner):
+        @functools.wraps(inner)
+        def ignores_its_inputs(*_args, **_kwargs):
+            return inner(*jax.tree.map(ones_like, args), **jax.tree.map(ones_like, kwargs))
 
-    return ignores_its_inputs
+        return ignores_its_inputs
+
+    return make
 
 
 @pytest.mark.parametrize("name,checker", CHECKERS, ids=IDS)
 def test_simulated_costs_are_fresh_and_no_constant_passes(name, checker, extra_arguments):
-    reference, extra, wrappable = _setup(name, checker, extra_arguments)
-    if not wrappable:
-        assert checker(reference, *extra), f"{name}: the chapter's reference fails"
-        return
+    reference, extra = _setup(name, checker, extra_arguments)
     draws = []
     for _ in range(2):
         start = len(checks.SIMULATED_COSTS)
-        recording, calls = _recorded(reference)
-        assert checker(recording, *extra), f"{name}: the reference fails"
+        calls = []
+        verdict = checker(_rebuilt(reference, _recording(calls)), *extra)
+        assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
         draws.append(checks.SIMULATED_COSTS[start:])
     assert not draws[0] or draws[0] != draws[1], f"{name} drew the same costs twice"
     first = next((call for call in calls if not _has_tracer(call[2])), None)
-    if first is None:  # called only inside a trace: the constant is computed from fixed inputs
-        constant = _memoriser(reference, calls)
+    if first is None or inspect.isclass(reference):
+        # called only inside a trace, the constant is computed from fixed inputs; a class's
+        # constant is the first example's instance, whatever the constructor is given
+        make = _memorising(calls)
     else:
 
-        @functools.wraps(reference)
-        def constant(*_args, **_kwargs):
-            return first[2]
+        def make(inner):
+            @functools.wraps(inner)
+            def constant(*_args, **_kwargs):
+                return first[2]
 
-    assert not checker(constant, *extra), f"{name} passed a constant answer"
+            return constant
+
+    assert not checker(_rebuilt(reference, make), *extra), f"{name} passed a constant answer"
 
 
 def test_call_answer_names_the_argument_an_answer_changed():

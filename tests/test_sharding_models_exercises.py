@@ -105,8 +105,8 @@ def _gather_the_wrong_axis(params, x_block, y_block):
     [
         (lambda p, x, y: _fsdp_loss(p, x, y, reduce=lax.psum), "times too large"),
         (lambda p, x, y: _fsdp_loss(p, x, y, reduce=None), "first device's block only"),
-        (lambda p, x, y: _fsdp_loss(p, x, y, gather=False), "your code raised"),
-        (_gather_the_wrong_axis, "your code raised"),
+        (lambda p, x, y: _fsdp_loss(p, x, y, gather=False), "gather each weight whole"),
+        (_gather_the_wrong_axis, "along the axis it is split on"),
     ],
     ids=["psum of the means", "no pmean", "no gather", "wrong gather axis"],
 )

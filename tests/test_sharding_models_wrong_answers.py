@@ -171,6 +171,12 @@ WRONG_FSDP = {
         partial(mp.block_loss, plan=mp.PLANS["FSDP"]),
         ("runs mp.block_loss", "write FSDP's body yourself"),
     ),
+    "the global view's sharded_loss (shown before the exercise) as the body": (
+        lambda params, x_block, y_block: mp.sharded_loss(
+            params, x_block, y_block, plan=mp.PLANS["FSDP"]
+        ),
+        ("the shapes of a product do not match", "jax.reshard"),
+    ),
     "the course's own loss, called from a function of the learner's": (
         lambda params, x_block, y_block: mp.block_loss(
             params, x_block, y_block, plan=mp.PLANS["FSDP"]

@@ -173,6 +173,18 @@ def _library_losses_run(call, *args, **kwargs) -> tuple[object, list[str]]:
     return result, ran
 
 
+_UNGATHERED_HINT = (
+    TypeError,
+    "dot_general requires contracting dimensions to have the same shape",
+    "the shapes of a product do not match: inside shard_map each device holds only its slice of "
+    "W1's rows and of W2's columns, so gather each weight whole just before its layer, along the "
+    "axis it is split on: lax.all_gather(W1_block, 'data', axis=0, tiled=True) and "
+    "lax.all_gather(W2_block, 'data', axis=1, tiled=True) (jax.reshard, the gather of the "
+    "global view, does not gather inside shard_map)",
+)
+"""A weight used as this device's block, or gathered along the wrong axis."""
+
+
 def _padded(spec, ndim: int) -> tuple:
     return tuple(spec) + (None,) * (ndim - len(tuple(spec)))
 
@@ -192,7 +204,7 @@ def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
     specs = mp.stored_specs(mp.PLANS["FSDP"])
     n_data = mesh.shape[DATA]
     require_accepts(fsdp_block_loss, *_problem(mesh, 0), what="fsdp_block_loss")
-    hints = (numpy_hint("fsdp_block_loss"),)
+    hints = (numpy_hint("fsdp_block_loss"), _UNGATHERED_HINT)
 
     def checked(params, x_block, y_block):
         loss = fsdp_block_loss(params, x_block, y_block)
