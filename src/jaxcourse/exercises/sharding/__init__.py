@@ -6,10 +6,6 @@ this package re-exports their public names, so that
 `from jaxcourse.exercises.sharding import check_sharded_grad` keeps working.
 """
 
-from . import _grad, _profiled_elbo, _standardise
 from ._grad import check_sharded_grad as check_sharded_grad
 from ._profiled_elbo import check_sharded_profiled_elbo as check_sharded_profiled_elbo
 from ._standardise import check_global_standardise as check_global_standardise
-
-HINTS: dict[str, tuple[str, ...]] = {**_standardise.HINTS, **_grad.HINTS, **_profiled_elbo.HINTS}
-"""Each checker's hint ladder (issue 28), gathered from the exercise modules."""
