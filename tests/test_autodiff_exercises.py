@@ -4,6 +4,7 @@ mistakes fail with the hint that names them."""
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_answer_fails
 
 from jaxcourse.exercises.autodiff import (
     check_curvatures,
@@ -27,12 +28,6 @@ def test_stub_is_not_yet(checker):
     verdict = checker(stub)
     assert not verdict
     assert "no answer yet" in verdict.message
-
-
-def assert_fails_with(checker, answer, hint):
-    verdict = checker(answer)
-    assert not verdict, f"{answer} passed"
-    assert hint in verdict.message, verdict.message
 
 
 # Exercise 1 ------------------------------------------------------------------------------------
@@ -92,7 +87,7 @@ def summed(predict, params, x, y):
     ids=["no-has-aux", "predict-twice", "grad-wrt-x", "grad-not-value-and-grad", "sum-not-mean"],
 )
 def test_loss_and_grad_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_loss_and_grad, wrong, hint)
+    assert_answer_fails(check_loss_and_grad, wrong, hint)
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
@@ -136,7 +131,7 @@ def test_curvatures_reverse_over_reverse_and_forward_over_forward_also_pass():
     ids=["hessian", "python-loop", "hvp-not-dotted", "slopes"],
 )
 def test_curvatures_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_curvatures, wrong, hint)
+    assert_answer_fails(check_curvatures, wrong, hint)
 
 
 # Exercise 3 ------------------------------------------------------------------------------------
@@ -211,7 +206,7 @@ def series_without_custom_jvp(x):
     ids=["naive", "single-where", "double-where", "no-series", "forgets-tangent", "no-custom-jvp"],
 )
 def test_exprel_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_exprel, wrong, hint)
+    assert_answer_fails(check_exprel, wrong, hint)
 
 
 # Exercise 4 ------------------------------------------------------------------------------------
@@ -269,4 +264,4 @@ def tuple_not_unpacked(f, x, cotangents):
     ],
 )
 def test_jacobian_rows_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_jacobian_rows, wrong, hint)
+    assert_answer_fails(check_jacobian_rows, wrong, hint)

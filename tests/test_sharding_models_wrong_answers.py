@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from wrong_answers import assert_fails_with
 
 from jaxcourse import mesh as meshes
 from jaxcourse import model_parallel as mp
@@ -26,12 +27,6 @@ pytestmark = pytest.mark.slow
 def mesh():
     """conftest.py simulates 4 CPU devices: a (2, 2) grid, like the chapter's (4, 2) one."""
     return meshes.grid_mesh(2, 2)
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
 
 
 # Exercise 1: psum from psum_scatter and all_gather -----------------------------------------
@@ -95,7 +90,7 @@ WRONG_PSUM = {
 @pytest.mark.parametrize("case", list(WRONG_PSUM), ids=list(WRONG_PSUM))
 def test_psum_from_pieces_wrong_answer(case, mesh):
     body, fragments = WRONG_PSUM[case]
-    _fails_with(check_psum_from_pieces(body, mesh), *fragments)
+    assert_fails_with(check_psum_from_pieces(body, mesh), *fragments)
 
 
 # Exercise 2: an FSDP loss ------------------------------------------------------------------
@@ -183,7 +178,7 @@ WRONG_FSDP = {
 @pytest.mark.parametrize("case", list(WRONG_FSDP), ids=list(WRONG_FSDP))
 def test_fsdp_loss_wrong_answer(case, mesh):
     body, fragments = WRONG_FSDP[case]
-    _fails_with(check_fsdp_loss(body, mesh), *fragments)
+    assert_fails_with(check_fsdp_loss(body, mesh), *fragments)
 
 
 # Exercise 3: a ring all-gather -------------------------------------------------------------
@@ -284,7 +279,7 @@ WRONG_RING = {
 @pytest.mark.parametrize("case", list(WRONG_RING), ids=list(WRONG_RING))
 def test_ring_all_gather_wrong_answer(case, mesh):
     body, fragments = WRONG_RING[case]
-    _fails_with(check_ring_all_gather(body, mesh), *fragments)
+    assert_fails_with(check_ring_all_gather(body, mesh), *fragments)
 
 
 # Right answers the checks above must not turn away -------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from wrong_answers import assert_fails_with
 
 from jaxcourse import parallel, pln
 from jaxcourse.exercises.sharding import (
@@ -27,12 +28,6 @@ def mesh():
     devices = parallel.course_devices()
     yield jax.make_mesh((len(devices),), ("data",), devices=devices)
     jax.config.update("jax_default_device", previous)
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
 
 
 # Exercise 1: standardise with shard_map ----------------------------------------------------
@@ -87,7 +82,7 @@ def _gathered(x_block):
 def test_standardise_wrong_answer(case, mesh):
     body, fragments = WRONG_STANDARDISE[case]
     answer = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data")))
-    _fails_with(check_global_standardise(answer, mesh), *fragments)
+    assert_fails_with(check_global_standardise(answer, mesh), *fragments)
 
 
 # Exercise 2: a data-parallel gradient with shard_map ---------------------------------------
@@ -148,7 +143,7 @@ def test_sharded_grad_wrong_answer(case, mesh):
             check_vma=check_vma,
         )
     )
-    _fails_with(check_sharded_grad(answer, mesh), *fragments)
+    assert_fails_with(check_sharded_grad(answer, mesh), *fragments)
 
 
 # Exercise 3: the profiled PLN ELBO, data-parallel ------------------------------------------
@@ -212,4 +207,4 @@ WRONG_PROFILED = {
 @pytest.mark.parametrize("case", list(WRONG_PROFILED), ids=list(WRONG_PROFILED))
 def test_profiled_elbo_wrong_answer(case, mesh):
     body, fragments = WRONG_PROFILED[case]
-    _fails_with(check_sharded_profiled_elbo(_on_mesh(body), mesh), *fragments)
+    assert_fails_with(check_sharded_profiled_elbo(_on_mesh(body), mesh), *fragments)
