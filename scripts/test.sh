@@ -6,7 +6,8 @@
 #
 #   bash scripts/test.sh                     # everything, as CI runs it
 #   bash scripts/test.sh --fast              # the fast tier: no notebooks, no tests marked slow or
-#                                            # network (pyproject.toml), offline; under a minute
+#                                            # network (pyproject.toml), offline, the exercise
+#                                            # checkers' tests included; under two minutes
 #   bash scripts/test.sh --chapter vmap      # one chapter's tests, its notebooks (solution, student,
 #                                            # workshop blocks) and the checks a chapter change can
 #                                            # break (tools/chapter_tests.py); --list prints them

@@ -13,9 +13,6 @@ from jaxcourse.exercises.autodiff import (
     check_loss_and_grad,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args, **kwargs):
     raise NotImplementedError
@@ -97,10 +94,12 @@ def hvp(f, x, v):
     return jax.jvp(jax.grad(f), (x,), (v,))[1]
 
 
+@pytest.mark.slow
 def test_curvatures_forward_over_reverse_passes():
     assert check_curvatures(lambda f, x, d: jax.vmap(lambda v: jnp.vdot(v, hvp(f, x, v)))(d))
 
 
+@pytest.mark.slow
 def test_curvatures_reverse_over_reverse_and_forward_over_forward_also_pass():
     def reverse(f, x, d):
         return jax.vmap(lambda v: jnp.vdot(v, jax.grad(lambda y: jnp.vdot(jax.grad(f)(y), v))(x)))(
@@ -114,6 +113,7 @@ def test_curvatures_reverse_over_reverse_and_forward_over_forward_also_pass():
     assert check_curvatures(forward)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -217,6 +217,7 @@ def reference_jacobian_rows(f, x, cotangents):
     return jax.vmap(lambda u: backward(u)[0])(cotangents)
 
 
+@pytest.mark.slow
 def test_jacobian_rows_reference_passes():
     verdict = check_jacobian_rows(reference_jacobian_rows)
     assert verdict, verdict.message
@@ -241,6 +242,7 @@ def tuple_not_unpacked(f, x, cotangents):
     return jax.vmap(backward)(cotangents)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

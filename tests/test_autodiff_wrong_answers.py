@@ -14,10 +14,6 @@ from jaxcourse.exercises.autodiff import (
     check_loss_and_grad,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercise 1: loss_and_grad(predict, params, x, y) -> ((loss, predictions), grads) -----------------
 
 
@@ -117,6 +113,7 @@ def _finite_differences(f, x, d):
     return jax.vmap(lambda v: jnp.vdot(v, (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)))(d)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -215,6 +212,7 @@ def _derivative_without_tangent():
     return exprel
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -248,6 +246,7 @@ def _loop_of_backward_calls(f, x, cotangents):
     return jnp.stack([backward(u)[0] for u in cotangents])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

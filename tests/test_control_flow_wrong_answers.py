@@ -17,10 +17,6 @@ from jaxcourse.exercises.control_flow import (
     check_soft_ramp,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercise 1: Horner's rule with fori_loop ------------------------------------------------------
 
 
@@ -207,6 +203,7 @@ def soft_ramp_sqrt_outside(x):
     return lax.switch(index, [_PIECES[0], _PIECES[1], lambda x: 2 * root - 1.5], x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [
@@ -306,6 +303,7 @@ def kepler_gradient_stopped(mean_anomaly, eccentricity):
     return lax.stop_gradient(anomaly), n_iter
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [

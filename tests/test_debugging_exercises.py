@@ -11,9 +11,6 @@ from jaxcourse.debugging import compare_with_float64
 from jaxcourse.exercises import debugging as exercises
 from jaxcourse.jit_parity import sample
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args, **kwargs):
     raise NotImplementedError
@@ -203,6 +200,7 @@ def first_wrong_size(fn, sizes, rtol=1e-4):
     return None
 
 
+@pytest.mark.slow
 def test_first_wrong_size_reference_passes():
     verdict = exercises.check_first_wrong_size(first_wrong_size)
     assert verdict, verdict.message
@@ -255,6 +253,7 @@ def test_first_wrong_size_absolute_tolerance_fails():
     assert_fails_with(exercises.check_first_wrong_size(absolute), "use a relative tolerance")
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("ignores", ["rtol", "float64"])
 def test_first_wrong_size_fixed_tolerance_or_float32_reference_fails(ignores):
     """A fixed rtol ignores the argument; an eager float32 reference shares float32's rounding."""

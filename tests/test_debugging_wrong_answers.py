@@ -19,9 +19,6 @@ from jaxcourse.exercises.debugging import (
     check_shift_counts,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(autouse=True)
 def _restore_debug_nans():
@@ -289,6 +286,7 @@ def _one_before(fn, sizes, rtol=1e-4):
     return None
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

@@ -13,9 +13,6 @@ from wrong_answers import assert_fails_with
 from jaxcourse.exercises import jit as exercises
 from jaxcourse.exercises.jit import _agrees_with_float64
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args):
     raise NotImplementedError

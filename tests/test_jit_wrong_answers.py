@@ -17,10 +17,6 @@ from jaxcourse.exercises.jit import (
     check_time_blocked,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercise 1 -------------------------------------------------------------
 
 
@@ -333,6 +329,7 @@ def test_shrink_path_wrong_answers(answer, fragment):
     assert_fails_with(check_shrink_path(answer), fragment)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [

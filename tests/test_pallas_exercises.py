@@ -11,9 +11,6 @@ from jaxcourse import ladder
 from jaxcourse.exercises import pallas as exercises
 from jaxcourse.pallas_kernels import interpret_mode
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 CHECKERS = [
     exercises.check_add_vectors,
     exercises.check_row_softmax,
@@ -149,6 +146,7 @@ def add_in_place(x, y):
 REFERENCES = [add_vectors, row_softmax, matmul, block_sums, exp_column_sums, add_in_place]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "checker, reference", list(zip(CHECKERS, REFERENCES)), ids=lambda f: getattr(f, "__name__", "")
 )

@@ -21,10 +21,6 @@ from jaxcourse.exercises.pallas import (
     check_row_softmax,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercises 1 and 6: a vector add, on a grid, maybe aliased -------------------------------------------
 
 
@@ -118,6 +114,7 @@ def row_softmax(x, *, kernel=softmax_kernel, rows_per_block=1, index_map=lambda 
     )(x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -185,6 +182,7 @@ def matmul(
     )(x, y)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -287,6 +285,7 @@ def exp_column_sums(x, *, initialise=True, mask=True, exp=True, rows_first=False
     )(x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [

@@ -10,10 +10,6 @@ from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercise 1: next_normal(key) -> (new_key, x) ----------------------------------------------
 
 
@@ -60,6 +56,7 @@ WRONG_NEXT_NORMAL = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_NEXT_NORMAL), ids=list(WRONG_NEXT_NORMAL))
 def test_next_normal_wrong_answer(case):
     answer, fragments = WRONG_NEXT_NORMAL[case]
@@ -139,6 +136,7 @@ WRONG_CHUNK_MEANS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_CHUNK_MEANS), ids=list(WRONG_CHUNK_MEANS))
 def test_chunk_means_wrong_answer(case):
     answer, fragments = WRONG_CHUNK_MEANS[case]
@@ -199,6 +197,7 @@ WRONG_RANDOM_WALK = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_RANDOM_WALK), ids=list(WRONG_RANDOM_WALK))
 def test_random_walk_wrong_answer(case):
     answer, fragments = WRONG_RANDOM_WALK[case]

@@ -10,9 +10,6 @@ from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises import profiling as exercises
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args, **kwargs):
     raise NotImplementedError
@@ -144,6 +141,7 @@ def checkpointed_grad(policy, where="body"):
     return low_memory_grad
 
 
+@pytest.mark.slow
 def test_low_memory_grad_reference_passes():
     verdict = exercises.check_low_memory_grad(
         checkpointed_grad(jax.checkpoint_policies.nothing_saveable)
@@ -211,6 +209,7 @@ def most_expensive_op(events):
     return max(totals, key=totals.get) if totals else None
 
 
+@pytest.mark.slow
 def test_most_expensive_op_reference_passes():
     verdict = exercises.check_most_expensive_op(most_expensive_op)
     assert verdict, verdict.message

@@ -14,9 +14,6 @@ from jaxcourse.exercises.sharding_models import (
     check_ring_all_gather,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
@@ -76,6 +73,7 @@ def _fsdp_loss(params, x_block, y_block, *, reduce=lax.pmean, gather=True):
     return reduce(loss, "data") if reduce else loss
 
 
+@pytest.mark.slow
 def test_fsdp_loss_reference_passes(mesh):
     verdict = check_fsdp_loss(_fsdp_loss, mesh)
     assert verdict, verdict.message
@@ -96,6 +94,7 @@ def _gather_the_wrong_axis(params, x_block, y_block):
     return lax.pmean(mp.mse(hidden @ w2.T[: w2.shape[1]].T, y_block), "data")
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "fsdp_block_loss, hint",
     [
@@ -128,11 +127,13 @@ def _ring(block, *, reorder=True, steps=None, direction=1):
     return stacked.reshape(-1, block.shape[1])
 
 
+@pytest.mark.slow
 def test_ring_all_gather_reference_passes(mesh):
     verdict = check_ring_all_gather(_ring, mesh)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_ring_all_gather_other_direction_passes(mesh):
     assert check_ring_all_gather(lambda b: _ring(b, direction=-1), mesh)
 
@@ -144,6 +145,7 @@ def test_ring_all_gather_stub_is_not_yet(mesh):
     assert "no answer yet" in check_ring_all_gather(ring_all_gather, mesh).message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "ring_all_gather, hint",
     [

@@ -19,9 +19,6 @@ from jaxcourse.exercises.sharding_models import (
     check_ring_all_gather,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
@@ -87,6 +84,7 @@ WRONG_PSUM = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PSUM), ids=list(WRONG_PSUM))
 def test_psum_from_pieces_wrong_answer(case, mesh):
     body, fragments = WRONG_PSUM[case]
@@ -175,6 +173,7 @@ WRONG_FSDP = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_FSDP), ids=list(WRONG_FSDP))
 def test_fsdp_loss_wrong_answer(case, mesh):
     body, fragments = WRONG_FSDP[case]
@@ -276,6 +275,7 @@ WRONG_RING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_RING), ids=list(WRONG_RING))
 def test_ring_all_gather_wrong_answer(case, mesh):
     body, fragments = WRONG_RING[case]
@@ -307,6 +307,7 @@ def _ring_the_other_way(block):
     return _placed(block, pieces)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body", [_ring_in_a_fori_loop, _ring_the_other_way], ids=["fori_loop", "the other way"]
 )

@@ -18,9 +18,6 @@ from jaxcourse.exercises.sharding import (
     check_sharded_profiled_elbo,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
@@ -131,6 +128,7 @@ WRONG_SHARDED_GRAD = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_SHARDED_GRAD), ids=list(WRONG_SHARDED_GRAD))
 def test_sharded_grad_wrong_answer(case, mesh):
     body, check_vma, fragments = WRONG_SHARDED_GRAD[case]
@@ -204,6 +202,7 @@ WRONG_PROFILED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_PROFILED), ids=list(WRONG_PROFILED))
 def test_profiled_elbo_wrong_answer(case, mesh):
     body, fragments = WRONG_PROFILED[case]

@@ -13,10 +13,6 @@ from jaxcourse.exercises.vmap import (
     check_predict_all,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
 # Exercise 1: predict_all(weights, bias, xs) with jax.vmap -----------------------------------
 
 
@@ -60,6 +56,7 @@ WRONG_PREDICT_ALL = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PREDICT_ALL), ids=list(WRONG_PREDICT_ALL))
 def test_predict_all_wrong_answer(case):
     answer, fragments = WRONG_PREDICT_ALL[case]
@@ -103,6 +100,7 @@ WRONG_POSITIVE_MEAN = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_POSITIVE_MEAN), ids=list(WRONG_POSITIVE_MEAN))
 def test_positive_mean_wrong_answer(case):
     answer, fragments = WRONG_POSITIVE_MEAN[case]
@@ -157,6 +155,7 @@ WRONG_PAIRWISE = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PAIRWISE), ids=list(WRONG_PAIRWISE))
 def test_pairwise_sq_dists_wrong_answer(case):
     answer, fragments = WRONG_PAIRWISE[case]
@@ -212,6 +211,7 @@ WRONG_CLIPPING = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_CLIPPING), ids=list(WRONG_CLIPPING))
 def test_clipped_mean_grad_wrong_answer(case):
     answer, fragments = WRONG_CLIPPING[case]
