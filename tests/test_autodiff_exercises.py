@@ -39,6 +39,7 @@ def reference_loss_and_grad(predict, params, x, y):
     return jax.value_and_grad(mean_squared_error, argnums=1, has_aux=True)(predict, params, x, y)
 
 
+@pytest.mark.slow
 def test_loss_and_grad_reference_passes():
     assert check_loss_and_grad(reference_loss_and_grad)
 
@@ -193,6 +194,7 @@ def series_without_custom_jvp(x):
     return jnp.where(small, 1.0 + x / 2.0 + x * x / 6.0, jnp.expm1(safe) / safe)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -223,6 +225,7 @@ def test_jacobian_rows_reference_passes():
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_jacobian_rows_vjp_inside_vmap_also_passes():
     """One vjp traced inside vmap: f still runs once, the program is one batched backward pass."""
     assert check_jacobian_rows(lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u))

@@ -405,7 +405,7 @@ def kepler_anomaly_only(mean_anomaly, eccentricity):
     return solve_kepler(mean_anomaly, eccentricity)[0]
 
 
-@pytest.mark.slow_after_first
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "answer",
     [solve_kepler, implicit(kepler_new_anomaly_step), kepler_one_step_from_root],

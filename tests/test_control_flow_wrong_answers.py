@@ -143,6 +143,7 @@ def ewma_at_set_loop(xs, alpha):
     return out
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [

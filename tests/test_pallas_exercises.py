@@ -155,6 +155,7 @@ def test_the_reference_passes(checker, reference):
     assert verdict, verdict.message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("checker", CHECKERS, ids=lambda c: c.__name__)
 def test_a_stub_is_not_yet(checker):
     verdict = checker(stub)

@@ -55,6 +55,7 @@ def vector_add(
     )(x, y)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [

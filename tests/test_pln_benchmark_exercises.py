@@ -68,6 +68,7 @@ def test_gradient_reference_passes():
     assert exercises.check_latent_mean_gradient(latent_mean_gradient)
 
 
+@pytest.mark.slow
 def test_gradient_without_prior_term_fails():
     """Forgetting the Gaussian term is named in the hint."""
 

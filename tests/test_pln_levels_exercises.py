@@ -27,7 +27,7 @@ def test_donating_step_solution_passes():
     assert verdict, verdict.message
 
 
-@pytest.mark.slow_after_first
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -127,6 +127,7 @@ def test_fit_ignoring_the_learning_rate_fails():
     assert not verdict and "learning rate is ignored" in verdict.message
 
 
+@pytest.mark.slow
 def test_fit_caching_whole_results_fails():
     """A cache keyed on the data's shape and the rate returns stale fits for new data."""
     results = {}

@@ -375,7 +375,7 @@ def jit_fit_at_every_call(data, n_iter, *, optimizer=pln.ADAM):
     return jax.jit(lambda data: _scan_fit(data, n_iter, optimizer))(data)
 
 
-@pytest.mark.slow_after_first
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

@@ -132,6 +132,7 @@ def variances_scaled(data, variational, factor):
     return _elbo(data, scaled, best.coef, best.covariance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

@@ -378,6 +378,7 @@ def test_chunk_means_fold_in_and_split_of_one_key_fails():
     assert not verdict and "fold_in" in verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_hard_coded_chunk_size_fails_on_a_second_size():
     """A chunk size fixed at the typical case's 500 passes it, but not a second size."""
 

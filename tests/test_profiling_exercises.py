@@ -153,6 +153,7 @@ def test_low_memory_grad_stub_is_not_yet():
     assert_fails_with(exercises.check_low_memory_grad(stub), "no answer yet")
 
 
+@pytest.mark.slow
 def test_low_memory_grad_plain_grad_fails():
     assert_fails_with(
         exercises.check_low_memory_grad(

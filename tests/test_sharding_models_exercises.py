@@ -79,6 +79,7 @@ def test_fsdp_loss_reference_passes(mesh):
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_fsdp_loss_stub_is_not_yet(mesh):
     def fsdp_block_loss(params, x_block, y_block):
         raise NotImplementedError
@@ -94,7 +95,7 @@ def _gather_the_wrong_axis(params, x_block, y_block):
     return lax.pmean(mp.mse(hidden @ w2.T[: w2.shape[1]].T, y_block), "data")
 
 
-@pytest.mark.slow_after_first
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fsdp_block_loss, hint",
     [
