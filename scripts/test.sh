@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The developers' and CI's command: set up, lint, check that the notebooks match the chapters, then
 # run every test: unit tests, pinned errors, exercise checkers, the Colab reproduction, and every
-# solution notebook executed top to bottom with nbmake (a student notebook's cells run in its
-# solution notebook; see below).
+# chapter's solution notebook executed top to bottom with nbmake (a student notebook's cells, and
+# a workshop block's, run in it; see below).
 #
 #   bash scripts/test.sh                     # everything, as CI runs it
 #   bash scripts/test.sh --fast              # the fast tier: no notebooks, no tests marked slow or
-#                                            # network (pyproject.toml), offline; under a minute
+#                                            # network (pyproject.toml), offline, the exercise
+#                                            # checkers' tests included; under two minutes
 #   bash scripts/test.sh --chapter vmap      # one chapter's tests, its notebooks (solution, student,
 #                                            # workshop blocks) and the checks a chapter change can
 #                                            # break (tools/chapter_tests.py); --list prints them
@@ -78,13 +79,16 @@ if [ "$#" -eq 0 ]; then
     colab_log=$(mktemp)
     python -m pytest -p no:cacheprovider tests/test_colab_runtime.py >"$colab_log" 2>&1 &
     colab_pid=$!
-    # The solution notebooks, chapters' and blocks'. A student notebook's code cells are its
-    # solution notebook's in the same order, less the solutions (plus its summary cell), so it
-    # is checked without being run again: its solution notebook runs every one of its cells,
-    # and checks that each stub, run before its solution, gets 'not yet' (checks.exercise_summary);
-    # tests/test_generated_notebooks.py checks that no cell of it reads a name only a solution
-    # defines; tools.notebooks --check (above) that it is the one generated from the chapter.
-    set -- tests notebooks/*.ipynb notebooks/blocks/*.ipynb --ignore=tests/test_colab_runtime.py
+    # The chapters' solution notebooks, first (the longest items start first). A student
+    # notebook's code cells are its solution notebook's in the same order, less the solutions
+    # (plus its summary cell), so it is checked without being run again: its solution notebook
+    # runs every one of its cells, and checks that each stub, run before its solution, gets
+    # 'not yet' (checks.exercise_summary); tests/test_generated_notebooks.py checks that no cell
+    # of it reads a name only a solution defines; tools.notebooks --check (above) that it is the
+    # one generated from the chapter. A workshop block's notebooks are not run either: the
+    # block's cells are cells of its chapter's solution notebook, in its order, reading the same
+    # definitions (tests/test_block_subsets.py proves it); --chapter NAME still runs them.
+    set -- notebooks/*.ipynb tests --ignore=tests/test_colab_runtime.py
 fi
 status=0
 JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \

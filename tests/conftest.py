@@ -28,3 +28,18 @@ def extra_arguments():
         "mesh": jax.make_mesh((len(devices),), ("data",), devices=devices),
     }
     jax.config.update("jax_default_device", previous)
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m "not slow" deselects
+def pytest_collection_modifyitems(config, items):
+    """A parametrized test marked `slow_after_first` runs its first case in the fast tier
+    (scripts/test.sh --fast) and its other cases only in the full run: the fast tier meets every
+    such wrong-answer test once, without paying for each of its cases."""
+    seen = set()
+    for item in items:
+        if item.get_closest_marker("slow_after_first") is None:
+            continue
+        function = (item.path, getattr(item, "originalname", item.name))
+        if function in seen:
+            item.add_marker(pytest.mark.slow)
+        seen.add(function)

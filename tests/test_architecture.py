@@ -1,5 +1,6 @@
 """The package's layering, as CONTRIBUTING's architecture section states it: imports run one way,
-the learner package never imports the build tooling, and no module imports a higher one."""
+the learner package never imports the build tooling, and no module imports a higher one. The
+package and the build tools (tools/) have no import cycle, and no module longer than its limit."""
 
 import ast
 import pathlib
@@ -76,3 +77,104 @@ def test_learner_package_does_not_depend_on_build_libraries():
                 module_name(path),
                 imported,
             )
+
+
+# Size and cycles, for the package and for the build tools (issue 38, point 3) -----------------
+
+ROOT = SOURCE.parents[1]
+TOOLS = ROOT / "tools"
+TOOL_MODULES = sorted(TOOLS.glob("*.py"))
+
+MAX_LINES = {"jaxcourse.exercises": 350, "tools": 400}
+"""The longest a module may grow (CONTRIBUTING): a chapter's checkers split into one private
+module per exercise past 350 lines; a build tool splits by idea past 400."""
+
+
+def dotted_name(path: pathlib.Path) -> str:
+    """`src/jaxcourse/exercises/vmap/_common.py` -> `jaxcourse.exercises.vmap._common`."""
+    base = SOURCE.parent if path.is_relative_to(SOURCE) else ROOT
+    parts = path.relative_to(base).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(paths: list[pathlib.Path]) -> dict[str, set[str]]:
+    """{module: the modules of `paths` it imports}, anywhere in it (an import inside a function
+    still makes a cycle, only a hidden one). `from package import name` counts as importing
+    `package.name` when that is one of the modules, else `package`."""
+    names = {dotted_name(path): path for path in paths}
+    graph = {}
+    for name, path in names.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                module = node.module or ""
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    module = ".".join(base + ([module] if module else []))
+                for alias in node.names:
+                    found.add(
+                        f"{module}.{alias.name}" if f"{module}.{alias.name}" in names else module
+                    )
+        graph[name] = {imported for imported in found if imported in names and imported != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each import cycle once, as the modules along it (depth-first search; a cycle is reported
+    from the first of its modules in name order that the search enters)."""
+    found, done = [], set()
+
+    def visit(name: str, path: list[str]) -> None:
+        if name in path:
+            found.append(path[path.index(name) :] + [name])
+            return
+        if name in done:
+            return
+        for imported in sorted(graph[name]):
+            visit(imported, path + [name])
+        done.add(name)
+
+    for name in sorted(graph):
+        visit(name, [])
+    return found
+
+
+def test_import_graph_sees_a_cycle():
+    """The cycle finder is tested on a graph with one cycle and one that has none."""
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b", "c"}, "b": {"c"}, "c": set()}) == []
+
+
+def test_tools_are_found():
+    graph = import_graph(TOOL_MODULES)
+    assert len(graph) > 10
+    assert "tools.qmd" in graph["tools.crossref"]  # `from tools.qmd import ...`
+    assert "tools.book" in graph["tools.colab"]  # `from tools import book`
+
+
+@pytest.mark.parametrize("modules", [MODULES, TOOL_MODULES], ids=["jaxcourse", "tools"])
+def test_no_import_cycle(modules):
+    found = cycles(import_graph(modules))
+    assert not found, (
+        "import cycles (split the shared part into a module both import): "
+        + "; ".join(" -> ".join(cycle) for cycle in found)
+    )
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        path
+        for path in MODULES + TOOL_MODULES
+        if any(dotted_name(path).startswith(p) for p in MAX_LINES)
+    ],
+    ids=dotted_name,
+)
+def test_no_module_is_too_long(path):
+    name = dotted_name(path)
+    limit = next(limit for prefix, limit in MAX_LINES.items() if name.startswith(prefix))
+    lines = len(path.read_text().splitlines())
+    assert lines <= limit, f"{name} is {lines} lines, over {limit}: split it by idea (CONTRIBUTING)"

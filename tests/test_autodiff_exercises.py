@@ -4,6 +4,7 @@ mistakes fail with the hint that names them."""
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_answer_fails
 
 from jaxcourse.exercises.autodiff import (
     check_curvatures,
@@ -26,12 +27,6 @@ def test_stub_is_not_yet(checker):
     assert "no answer yet" in verdict.message
 
 
-def assert_fails_with(checker, answer, hint):
-    verdict = checker(answer)
-    assert not verdict, f"{answer} passed"
-    assert hint in verdict.message, verdict.message
-
-
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
@@ -44,6 +39,7 @@ def reference_loss_and_grad(predict, params, x, y):
     return jax.value_and_grad(mean_squared_error, argnums=1, has_aux=True)(predict, params, x, y)
 
 
+@pytest.mark.slow
 def test_loss_and_grad_reference_passes():
     assert check_loss_and_grad(reference_loss_and_grad)
 
@@ -91,7 +87,7 @@ def summed(predict, params, x, y):
     ids=["no-has-aux", "predict-twice", "grad-wrt-x", "grad-not-value-and-grad", "sum-not-mean"],
 )
 def test_loss_and_grad_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_loss_and_grad, wrong, hint)
+    assert_answer_fails(check_loss_and_grad, wrong, hint)
 
 
 # Exercise 2 ------------------------------------------------------------------------------------
@@ -138,7 +134,7 @@ def test_curvatures_reverse_over_reverse_and_forward_over_forward_also_pass():
     ids=["hessian", "python-loop", "hvp-not-dotted", "slopes"],
 )
 def test_curvatures_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_curvatures, wrong, hint)
+    assert_answer_fails(check_curvatures, wrong, hint)
 
 
 # Exercise 3 ------------------------------------------------------------------------------------
@@ -200,6 +196,7 @@ def series_without_custom_jvp(x):
     return jnp.where(small, 1.0 + x / 2.0 + x * x / 6.0, jnp.expm1(safe) / safe)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -213,7 +210,7 @@ def series_without_custom_jvp(x):
     ids=["naive", "single-where", "double-where", "no-series", "forgets-tangent", "no-custom-jvp"],
 )
 def test_exprel_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_exprel, wrong, hint)
+    assert_answer_fails(check_exprel, wrong, hint)
 
 
 # Exercise 4 ------------------------------------------------------------------------------------
@@ -230,6 +227,7 @@ def test_jacobian_rows_reference_passes():
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_jacobian_rows_vjp_inside_vmap_also_passes():
     """One vjp traced inside vmap: f still runs once, the program is one batched backward pass."""
     assert check_jacobian_rows(lambda f, x, u: jax.vmap(lambda row: jax.vjp(f, x)[1](row)[0])(u))
@@ -273,4 +271,4 @@ def tuple_not_unpacked(f, x, cotangents):
     ],
 )
 def test_jacobian_rows_wrong_answers_fail(wrong, hint):
-    assert_fails_with(check_jacobian_rows, wrong, hint)
+    assert_answer_fails(check_jacobian_rows, wrong, hint)

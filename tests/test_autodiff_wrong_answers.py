@@ -5,6 +5,7 @@ did."""
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_answer_fails
 
 from jaxcourse.exercises.autodiff import (
     check_curvatures,
@@ -12,16 +13,6 @@ from jaxcourse.exercises.autodiff import (
     check_jacobian_rows,
     check_loss_and_grad,
 )
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def assert_fails_with(checker, answer, hint):
-    verdict = checker(answer)
-    assert not verdict, f"{answer} passed"
-    assert hint in verdict.message, verdict.message
-
 
 # Exercise 1: loss_and_grad(predict, params, x, y) -> ((loss, predictions), grads) -----------------
 
@@ -106,7 +97,7 @@ def _frozen_predictions(predict, params, x, y):
     ],
 )
 def test_loss_and_grad_wrong_answers(wrong, hint):
-    assert_fails_with(check_loss_and_grad, wrong, hint)
+    assert_answer_fails(check_loss_and_grad, wrong, hint)
 
 
 # Exercise 2: curvatures(f, x, directions) -> (k,), v^T H v ----------------------------------------
@@ -122,6 +113,7 @@ def _finite_differences(f, x, d):
     return jax.vmap(lambda v: jnp.vdot(v, (grad(x + eps * v) - grad(x - eps * v)) / (2 * eps)))(d)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -152,7 +144,7 @@ def _finite_differences(f, x, d):
     ],
 )
 def test_curvatures_wrong_answers(wrong, hint):
-    assert_fails_with(check_curvatures, wrong, hint)
+    assert_answer_fails(check_curvatures, wrong, hint)
 
 
 # Exercise 3: a safe exprel with custom_jvp ---------------------------------------------------------
@@ -220,6 +212,7 @@ def _derivative_without_tangent():
     return exprel
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -242,7 +235,7 @@ def _derivative_without_tangent():
     ],
 )
 def test_exprel_wrong_answers(wrong, hint):
-    assert_fails_with(check_exprel, wrong, hint)
+    assert_answer_fails(check_exprel, wrong, hint)
 
 
 # Exercise 4: jacobian_rows(f, x, cotangents) -> (k, n) ---------------------------------------------
@@ -253,6 +246,7 @@ def _loop_of_backward_calls(f, x, cotangents):
     return jnp.stack([backward(u)[0] for u in cotangents])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -266,4 +260,4 @@ def _loop_of_backward_calls(f, x, cotangents):
     ids=["jacfwd", "jacrev", "vjp-per-row", "loop-of-backward", "no-index", "transposed"],
 )
 def test_jacobian_rows_wrong_answers(wrong, hint):
-    assert_fails_with(check_jacobian_rows, wrong, hint)
+    assert_answer_fails(check_jacobian_rows, wrong, hint)

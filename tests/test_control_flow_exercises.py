@@ -7,9 +7,6 @@ from jax import lax
 
 from jaxcourse.exercises.control_flow import check_ewma, check_horner, check_kepler, check_soft_ramp
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def not_implemented(*args):
     raise NotImplementedError
@@ -182,12 +179,14 @@ def ewma_scan_per_value(xs, alpha):
     return jnp.stack(out)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("answer", [ewma, ewma_seen_flag])
 def test_ewma_reference_and_another_design_pass(answer):
     verdict = check_ewma(answer)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -408,6 +407,7 @@ def kepler_anomaly_only(mean_anomaly, eccentricity):
     return solve_kepler(mean_anomaly, eccentricity)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "answer",
     [solve_kepler, implicit(kepler_new_anomaly_step), kepler_one_step_from_root],
@@ -420,6 +420,7 @@ def test_kepler_reference_and_other_designs_pass(answer):
     assert verdict, verdict.message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [

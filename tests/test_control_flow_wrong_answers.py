@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.control_flow import (
     MAX_ITER,
@@ -15,15 +16,6 @@ from jaxcourse.exercises.control_flow import (
     check_kepler,
     check_soft_ramp,
 )
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def fails_with(verdict, fragment: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    assert fragment in verdict.message, verdict.message
-
 
 # Exercise 1: Horner's rule with fori_loop ------------------------------------------------------
 
@@ -72,7 +64,7 @@ def horner_numpy_inside(coeffs, x):
     ],
 )
 def test_horner_wrong_answers(wrong, hint):
-    fails_with(check_horner(wrong), hint)
+    assert_fails_with(check_horner(wrong), hint)
 
 
 # Exercise 2: a moving average over gaps with scan ----------------------------------------------
@@ -151,6 +143,7 @@ def ewma_at_set_loop(xs, alpha):
     return out
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [
@@ -164,7 +157,7 @@ def ewma_at_set_loop(xs, alpha):
     ],
 )
 def test_ewma_wrong_answers(wrong, hint):
-    fails_with(check_ewma(wrong), hint)
+    assert_fails_with(check_ewma(wrong), hint)
 
 
 # Exercise 3: a differentiable piecewise function with switch -----------------------------------
@@ -211,6 +204,7 @@ def soft_ramp_sqrt_outside(x):
     return lax.switch(index, [_PIECES[0], _PIECES[1], lambda x: 2 * root - 1.5], x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [
@@ -224,7 +218,7 @@ def soft_ramp_sqrt_outside(x):
     ],
 )
 def test_soft_ramp_wrong_answers(wrong, hint):
-    fails_with(check_soft_ramp(wrong), hint)
+    assert_fails_with(check_soft_ramp(wrong), hint)
 
 
 # Exercise 4: Kepler's equation and its derivative ----------------------------------------------
@@ -310,6 +304,7 @@ def kepler_gradient_stopped(mean_anomaly, eccentricity):
     return lax.stop_gradient(anomaly), n_iter
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong,hint",
     [
@@ -323,4 +318,4 @@ def kepler_gradient_stopped(mean_anomaly, eccentricity):
     ],
 )
 def test_kepler_wrong_answers(wrong, hint):
-    fails_with(check_kepler(wrong), hint)
+    assert_fails_with(check_kepler(wrong), hint)

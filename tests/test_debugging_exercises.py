@@ -5,22 +5,15 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax.experimental import checkify
+from wrong_answers import assert_fails_with
 
 from jaxcourse.debugging import compare_with_float64
 from jaxcourse.exercises import debugging as exercises
 from jaxcourse.jit_parity import sample
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args, **kwargs):
     raise NotImplementedError
-
-
-def assert_not_yet(verdict, fragment):
-    assert not verdict
-    assert fragment in verdict.message, verdict.message
 
 
 # Exercise 1: which operation made the NaN? -------------------------------------------------------
@@ -55,7 +48,7 @@ def test_nan_source_with_checkify_nan_checks_passes():
 
 
 def test_nan_source_stub_is_not_yet():
-    assert_not_yet(exercises.check_nan_source(stub), "no answer yet")
+    assert_fails_with(exercises.check_nan_source(stub), "no answer yet")
 
 
 def test_nan_source_leaving_the_flag_on_fails_and_is_undone():
@@ -69,7 +62,7 @@ def test_nan_source_leaving_the_flag_on_fails_and_is_undone():
             return str(error).split()[-1]
         return None
 
-    assert_not_yet(exercises.check_nan_source(leaves_flag_on), "jax_debug_nans was still on")
+    assert_fails_with(exercises.check_nan_source(leaves_flag_on), "jax_debug_nans was still on")
     assert not jax.config.jax_debug_nans
 
 
@@ -82,12 +75,12 @@ def test_nan_source_whole_message_fails():
             return str(error)
         return None
 
-    assert_not_yet(exercises.check_nan_source(whole_message), "not the whole message")
+    assert_fails_with(exercises.check_nan_source(whole_message), "not the whole message")
 
 
 def test_nan_source_is_nan_flag_fails():
     """Saying whether the output is NaN does not say which operation made it."""
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_nan_source(lambda fn, x: bool(jnp.isnan(fn(x)))),
         "return the primitive's name as a string",
     )
@@ -101,7 +94,7 @@ def test_nan_source_float_checks_report_division_by_zero():
         message = error.get()
         return None if message is None else message.split()[-1].rstrip(".")
 
-    assert_not_yet(exercises.check_nan_source(with_float_checks), "use checkify.nan_checks")
+    assert_fails_with(exercises.check_nan_source(with_float_checks), "use checkify.nan_checks")
 
 
 # Exercise 2: weights checked inside jit ---------------------------------------------------------
@@ -120,7 +113,7 @@ def test_normalise_weights_reference_passes():
 
 
 def test_normalise_weights_stub_is_not_yet():
-    assert_not_yet(exercises.check_normalise_weights(stub), "no answer yet")
+    assert_fails_with(exercises.check_normalise_weights(stub), "no answer yet")
 
 
 def test_normalise_weights_python_assert_fails_with_checkify_hint():
@@ -128,7 +121,7 @@ def test_normalise_weights_python_assert_fails_with_checkify_hint():
         assert jnp.all(w >= 0), "negative weight"
         return w / jnp.sum(w)
 
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_normalise_weights(with_assert), "Use checkify.check(condition, message)"
     )
 
@@ -138,7 +131,7 @@ def test_normalise_weights_strictly_positive_check_rejects_a_zero_weight():
         checkify.check(jnp.all(w > 0), "weights must be positive")
         return w / jnp.sum(w)
 
-    assert_not_yet(exercises.check_normalise_weights(strictly_positive), "zero is allowed")
+    assert_fails_with(exercises.check_normalise_weights(strictly_positive), "zero is allowed")
 
 
 def test_normalise_weights_missing_sum_check_fails():
@@ -146,7 +139,7 @@ def test_normalise_weights_missing_sum_check_fails():
         checkify.check(jnp.all(w >= 0), "weights must be >= 0")
         return w / jnp.sum(w)
 
-    assert_not_yet(exercises.check_normalise_weights(sign_check_only), "Guard both conditions")
+    assert_fails_with(exercises.check_normalise_weights(sign_check_only), "Guard both conditions")
 
 
 def test_normalise_weights_silent_nan_fails():
@@ -156,7 +149,7 @@ def test_normalise_weights_silent_nan_fails():
         total = jnp.sum(w)
         return jnp.where(jnp.all(w >= 0) & (total > 0), w / total, jnp.nan)
 
-    assert_not_yet(exercises.check_normalise_weights(nan_for_bad), "no error was reported")
+    assert_fails_with(exercises.check_normalise_weights(nan_for_bad), "no error was reported")
 
 
 # Exercise 3: counts that overflow ----------------------------------------------------------------
@@ -174,24 +167,24 @@ def test_shift_counts_with_an_int32_shift_passes():
 
 
 def test_shift_counts_stub_is_not_yet():
-    assert_not_yet(exercises.check_shift_counts(stub), "no answer yet")
+    assert_fails_with(exercises.check_shift_counts(stub), "no answer yet")
 
 
 def test_shift_counts_plain_sum_keeps_the_small_dtype():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_shift_counts(lambda counts, shift: counts + shift), "return int32"
     )
 
 
 def test_shift_counts_cast_after_adding_wraps():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_shift_counts(lambda counts, shift: (counts + shift).astype(jnp.int32)),
         "wrapped around",
     )
 
 
 def test_shift_counts_float_result_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_shift_counts(lambda counts, shift: counts.astype(jnp.float32) + shift),
         "return int32",
     )
@@ -207,13 +200,14 @@ def first_wrong_size(fn, sizes, rtol=1e-4):
     return None
 
 
+@pytest.mark.slow
 def test_first_wrong_size_reference_passes():
     verdict = exercises.check_first_wrong_size(first_wrong_size)
     assert verdict, verdict.message
 
 
 def test_first_wrong_size_stub_is_not_yet():
-    assert_not_yet(exercises.check_first_wrong_size(stub), "no answer yet")
+    assert_fails_with(exercises.check_first_wrong_size(stub), "no answer yet")
 
 
 def test_first_wrong_size_eager_comparison_finds_nothing():
@@ -226,7 +220,7 @@ def test_first_wrong_size_eager_comparison_finds_nothing():
                 return n
         return None
 
-    assert_not_yet(exercises.check_first_wrong_size(eager_only), "not eager fn(x)")
+    assert_fails_with(exercises.check_first_wrong_size(eager_only), "not eager fn(x)")
 
 
 def test_first_wrong_size_returning_every_wrong_size_fails():
@@ -235,7 +229,7 @@ def test_first_wrong_size_returning_every_wrong_size_fails():
             n for n in sizes if not compare_with_float64(fn, sample((n,)), rtol=rtol).jit_agrees
         ]
 
-    assert_not_yet(exercises.check_first_wrong_size(all_wrong), "not a collection")
+    assert_fails_with(exercises.check_first_wrong_size(all_wrong), "not a collection")
 
 
 def test_first_wrong_size_returning_the_position_fails():
@@ -245,7 +239,7 @@ def test_first_wrong_size_returning_the_position_fails():
                 return i
         return None
 
-    assert_not_yet(exercises.check_first_wrong_size(position), "the position in `sizes`")
+    assert_fails_with(exercises.check_first_wrong_size(position), "the position in `sizes`")
 
 
 def test_first_wrong_size_absolute_tolerance_fails():
@@ -256,9 +250,10 @@ def test_first_wrong_size_absolute_tolerance_fails():
                 return n
         return None
 
-    assert_not_yet(exercises.check_first_wrong_size(absolute), "use a relative tolerance")
+    assert_fails_with(exercises.check_first_wrong_size(absolute), "use a relative tolerance")
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("ignores", ["rtol", "float64"])
 def test_first_wrong_size_fixed_tolerance_or_float32_reference_fails(ignores):
     """A fixed rtol ignores the argument; an eager float32 reference shares float32's rounding."""
@@ -278,7 +273,7 @@ def test_first_wrong_size_fixed_tolerance_or_float32_reference_fails(ignores):
         "rtol": (fixed_rtol, "use the rtol argument"),
         "float64": (float32_reference, "float32's rounding"),
     }[ignores]
-    assert_not_yet(exercises.check_first_wrong_size(answer), hint)
+    assert_fails_with(exercises.check_first_wrong_size(answer), hint)
 
 
 # Malformed answers: a hint saying what shape of answer was expected, never a crash -----------------
@@ -299,11 +294,11 @@ class EmptyClass:
 )
 @pytest.mark.parametrize("answer", [lambda: 1.0, EmptyClass], ids=["wrong arity", "empty class"])
 def test_an_answer_with_the_wrong_parameters_gets_a_signature_hint(checker, name, answer):
-    assert_not_yet(checker(answer), f"{name} cannot be called with")
+    assert_fails_with(checker(answer), f"{name} cannot be called with")
 
 
 def test_nan_source_returning_an_array_is_asked_for_a_name():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_nan_source(lambda fn, x: jnp.isnan(x)),
         "should return the primitive's name as a string (e.g. 'log'), or None",
     )
@@ -320,18 +315,18 @@ def test_nan_source_returning_an_array_is_asked_for_a_name():
 )
 def test_normalise_weights_returning_no_weight_vector_gets_a_shape_hint(returned, described):
     verdict = exercises.check_normalise_weights(lambda w: returned)
-    assert_not_yet(verdict, "should be one array of shape (3,)")
+    assert_fails_with(verdict, "should be one array of shape (3,)")
     assert described in verdict.message
 
 
 def test_normalise_weights_returning_a_string_is_told_to_return_an_array():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_normalise_weights(lambda w: "normalised"), "cannot hold as an array"
     )
 
 
 def test_shift_counts_returning_a_pair_gets_a_shape_hint():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_shift_counts(lambda counts, shift: (counts, shift)),
         "should be one array of shape (3,)",
     )
@@ -347,4 +342,4 @@ def test_shift_counts_returning_a_pair_gets_a_shape_hint():
     ids=["array", "dict", "string"],
 )
 def test_first_wrong_size_returning_no_size_gets_a_hint(returned, hint):
-    assert_not_yet(exercises.check_first_wrong_size(lambda fn, sizes, rtol=1e-4: returned), hint)
+    assert_fails_with(exercises.check_first_wrong_size(lambda fn, sizes, rtol=1e-4: returned), hint)

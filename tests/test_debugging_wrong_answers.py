@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.experimental import checkify
+from wrong_answers import assert_answer_fails
 
 from jaxcourse import debugging, jit_parity
 from jaxcourse.exercises.debugging import (
@@ -18,9 +19,6 @@ from jaxcourse.exercises.debugging import (
     check_shift_counts,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(autouse=True)
 def _restore_debug_nans():
@@ -28,12 +26,6 @@ def _restore_debug_nans():
     was_on = jax.config.jax_debug_nans
     yield
     jax.config.update("jax_debug_nans", was_on)
-
-
-def assert_fails_with(checker, answer, hint):
-    verdict = checker(answer)
-    assert not verdict, f"{answer} passed"
-    assert hint in verdict.message, verdict.message
 
 
 # Exercise 1: nan_source(fn, x) -> the primitive's name or None -----------------------------------
@@ -137,7 +129,7 @@ def _output_is_nan(fn, x):
     ],
 )
 def test_nan_source_wrong_answers(wrong, hint):
-    assert_fails_with(check_nan_source, wrong, hint)
+    assert_answer_fails(check_nan_source, wrong, hint)
 
 
 # Exercise 2: normalise_weights(w), guarded by checkify.check ----------------------------------------
@@ -208,7 +200,7 @@ def _by_the_largest(w):
     ],
 )
 def test_normalise_weights_wrong_answers(wrong, hint):
-    assert_fails_with(check_normalise_weights, wrong, hint)
+    assert_answer_fails(check_normalise_weights, wrong, hint)
 
 
 # Exercise 3: shift_counts(counts, shift) -> int32 ---------------------------------------------------
@@ -234,7 +226,7 @@ def test_normalise_weights_wrong_answers(wrong, hint):
     ids=["naive", "cast-after", "float", "int16", "uint32", "numpy", "clipped"],
 )
 def test_shift_counts_wrong_answers(wrong, hint):
-    assert_fails_with(check_shift_counts, wrong, hint)
+    assert_answer_fails(check_shift_counts, wrong, hint)
 
 
 # Exercise 4: first_wrong_size(fn, sizes, rtol) --------------------------------------------------------
@@ -294,6 +286,7 @@ def _one_before(fn, sizes, rtol=1e-4):
     return None
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -316,4 +309,4 @@ def _one_before(fn, sizes, rtol=1e-4):
     ],
 )
 def test_first_wrong_size_wrong_answers(wrong, hint):
-    assert_fails_with(check_first_wrong_size, wrong, hint)
+    assert_answer_fails(check_first_wrong_size, wrong, hint)

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.glossary import check_abstract_tree
 from tools import qmd, quarto_check
@@ -163,11 +164,6 @@ def abstract_tree(tree):
     )
 
 
-def assert_not_yet(verdict, fragment):
-    assert not verdict
-    assert fragment in verdict.message, verdict.message
-
-
 def test_abstract_tree_reference_and_eval_shape_pass():
     assert check_abstract_tree(abstract_tree)
     assert check_abstract_tree(lambda tree: jax.eval_shape(lambda t: t, tree))
@@ -177,7 +173,7 @@ def test_abstract_tree_stub_is_not_yet():
     def stub(tree):
         raise NotImplementedError
 
-    assert_not_yet(check_abstract_tree(stub), "no answer yet")
+    assert_fails_with(check_abstract_tree(stub), "no answer yet")
 
 
 def test_abstract_tree_list_of_leaves_loses_the_structure():
@@ -187,11 +183,11 @@ def test_abstract_tree_list_of_leaves_loses_the_structure():
             for leaf in jax.tree.leaves(tree)
         ]
 
-    assert_not_yet(check_abstract_tree(as_list), "keep the tree's structure")
+    assert_fails_with(check_abstract_tree(as_list), "keep the tree's structure")
 
 
 def test_abstract_tree_shapes_only_fail():
-    assert_not_yet(check_abstract_tree(lambda tree: jax.tree.map(jnp.shape, tree)), "treedef")
+    assert_fails_with(check_abstract_tree(lambda tree: jax.tree.map(jnp.shape, tree)), "treedef")
 
 
 def test_abstract_tree_numpy_dtypes_fail():
@@ -202,11 +198,11 @@ def test_abstract_tree_numpy_dtypes_fail():
             lambda leaf: jax.ShapeDtypeStruct(np.shape(leaf), np.asarray(leaf).dtype), tree
         )
 
-    assert_not_yet(check_abstract_tree(numpy_dtypes), "Python floats in float32")
+    assert_fails_with(check_abstract_tree(numpy_dtypes), "Python floats in float32")
 
 
 def test_abstract_tree_returning_the_data_fails():
-    assert_not_yet(check_abstract_tree(lambda tree: tree), "still data")
+    assert_fails_with(check_abstract_tree(lambda tree: tree), "still data")
 
 
 class EmptyClass:
@@ -214,17 +210,17 @@ class EmptyClass:
 
 
 def test_abstract_tree_with_the_wrong_parameters_gets_a_signature_hint():
-    assert_not_yet(
+    assert_fails_with(
         check_abstract_tree(lambda: None), "abstract_tree cannot be called with 1 argument(s)"
     )
-    assert_not_yet(
+    assert_fails_with(
         check_abstract_tree(EmptyClass), "abstract_tree cannot be called with 1 argument(s)"
     )
 
 
 def test_abstract_tree_returning_none_or_one_array_keeps_no_structure():
-    assert_not_yet(check_abstract_tree(lambda tree: None), "got None")
-    assert_not_yet(
+    assert_fails_with(check_abstract_tree(lambda tree: None), "got None")
+    assert_fails_with(
         check_abstract_tree(lambda tree: jnp.ones((2, 7))), "got an array of shape (2, 7)"
     )
 
@@ -233,7 +229,7 @@ def test_abstract_tree_leaves_with_a_bad_shape_get_a_hint():
     class NotAShape:
         shape, dtype = 3, "not a dtype"
 
-    assert_not_yet(
+    assert_fails_with(
         check_abstract_tree(lambda tree: jax.tree.map(lambda leaf: NotAShape(), tree)),
         "tuple of ints",
     )

@@ -8,21 +8,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises import jit as exercises
 from jaxcourse.exercises.jit import _agrees_with_float64
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def stub(*args):
     raise NotImplementedError
-
-
-def assert_not_yet(verdict, fragment):
-    assert not verdict
-    assert fragment in verdict.message, verdict.message
 
 
 # Exercise 1: in-place updates with .at[] ---------------------------------------------------------
@@ -39,7 +32,7 @@ def test_apply_boundary_reference_passes():
 
 
 def test_apply_boundary_stub_is_not_yet():
-    assert_not_yet(exercises.check_apply_boundary(stub), "no answer yet")
+    assert_fails_with(exercises.check_apply_boundary(stub), "no answer yet")
 
 
 def test_apply_boundary_numpy_style_assignment_fails_with_at_hint():
@@ -52,7 +45,7 @@ def test_apply_boundary_numpy_style_assignment_fails_with_at_hint():
         u[1:-1] *= 0.5
         return u
 
-    assert_not_yet(exercises.check_apply_boundary(numpy_style), "u.at[i].set(v)")
+    assert_fails_with(exercises.check_apply_boundary(numpy_style), "u.at[i].set(v)")
 
 
 def test_apply_boundary_discarding_at_result_fails():
@@ -63,11 +56,11 @@ def test_apply_boundary_discarding_at_result_fails():
         u.at[1:-1].multiply(0.5)  # the new array is thrown away
         return u
 
-    assert_not_yet(exercises.check_apply_boundary(discards), "interior u[1:-1] is unchanged")
+    assert_fails_with(exercises.check_apply_boundary(discards), "interior u[1:-1] is unchanged")
 
 
 def test_apply_boundary_wrong_ends_fail():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_apply_boundary(lambda u, left, right: u.at[1:-1].multiply(0.5)),
         "end values",
     )
@@ -78,7 +71,7 @@ def test_apply_boundary_returning_a_pair_gets_a_structure_hint():
     verdict = exercises.check_apply_boundary(
         lambda u, left, right: (u, apply_boundary(u, left, right))
     )
-    assert_not_yet(
+    assert_fails_with(
         verdict, "should be one array of shape (6,) (the updated copy of u), got a tuple"
     )
 
@@ -92,7 +85,7 @@ def test_apply_boundary_python_if_on_a_traced_value_fails_under_jit():
             u = u.at[1:-1].multiply(0.5)
         return u
 
-    assert_not_yet(exercises.check_apply_boundary(with_if), "traced value")
+    assert_fails_with(exercises.check_apply_boundary(with_if), "traced value")
 
 
 # Exercise 2: a timing that blocks ----------------------------------------------------------------
@@ -125,7 +118,7 @@ def test_time_blocked_method_form_passes():
 
 
 def test_time_blocked_stub_is_not_yet():
-    assert_not_yet(exercises.check_time_blocked(stub), "no answer yet")
+    assert_fails_with(exercises.check_time_blocked(stub), "no answer yet")
 
 
 def test_time_blocked_without_blocking_fails():
@@ -137,7 +130,7 @@ def test_time_blocked_without_blocking_fails():
         fn(x)
         return time.perf_counter() - start
 
-    assert_not_yet(exercises.check_time_blocked(naive), "stopped before the result was ready")
+    assert_fails_with(exercises.check_time_blocked(naive), "stopped before the result was ready")
 
 
 def test_time_blocked_without_warmup_fails():
@@ -148,7 +141,7 @@ def test_time_blocked_without_warmup_fails():
         jax.block_until_ready(fn(x))
         return time.perf_counter() - start
 
-    assert_not_yet(exercises.check_time_blocked(cold), "warm-up")
+    assert_fails_with(exercises.check_time_blocked(cold), "warm-up")
 
 
 def test_time_blocked_unblocked_warmup_fails():
@@ -160,11 +153,11 @@ def test_time_blocked_unblocked_warmup_fails():
         jax.block_until_ready(fn(x))
         return time.perf_counter() - start
 
-    assert_not_yet(exercises.check_time_blocked(leaky), "block on the warm-up")
+    assert_fails_with(exercises.check_time_blocked(leaky), "block on the warm-up")
 
 
 def test_time_blocked_returning_milliseconds_in_a_string_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_time_blocked(lambda fn, x: f"{time_blocked(fn, x) * 1e3} ms"), "float"
     )
 
@@ -172,7 +165,7 @@ def test_time_blocked_returning_milliseconds_in_a_string_fails():
 def test_time_blocked_in_milliseconds_is_not_blamed_on_compilation():
     """A correct timing in milliseconds gets a unit hint, not the compilation hint."""
     verdict = exercises.check_time_blocked(lambda fn, x: time_blocked(fn, x) * 1e3)
-    assert_not_yet(verdict, "looks like milliseconds")
+    assert_fails_with(verdict, "looks like milliseconds")
     assert "compilation" not in verdict.message
 
 
@@ -204,7 +197,7 @@ def test_shrink_path_vmapped_passes():
 
 
 def test_shrink_path_stub_is_not_yet():
-    assert_not_yet(exercises.check_shrink_path(stub), "no answer yet")
+    assert_fails_with(exercises.check_shrink_path(stub), "no answer yet")
 
 
 def test_shrink_path_partial_in_loop_fails():
@@ -213,7 +206,7 @@ def test_shrink_path_partial_in_loop_fails():
     def slow(x, thresholds):
         return [jax.jit(partial(soft_threshold, threshold=t))(x) for t in thresholds]
 
-    assert_not_yet(exercises.check_shrink_path(slow), "compiled 3 new programs")
+    assert_fails_with(exercises.check_shrink_path(slow), "compiled 3 new programs")
 
 
 def test_shrink_path_static_threshold_fails():
@@ -222,7 +215,7 @@ def test_shrink_path_static_threshold_fails():
     verdict = exercises.check_shrink_path(
         lambda x, thresholds: [static(x, threshold=t) for t in thresholds]
     )
-    assert_not_yet(verdict, "static_argnames")
+    assert_fails_with(verdict, "static_argnames")
 
 
 def test_shrink_path_eager_fails():
@@ -230,14 +223,14 @@ def test_shrink_path_eager_fails():
     verdict = exercises.check_shrink_path(
         lambda x, thresholds: [soft_threshold(x, t) for t in thresholds]
     )
-    assert_not_yet(verdict, "eager")
+    assert_fails_with(verdict, "eager")
 
 
 def test_shrink_path_wrong_values_fail():
     verdict = exercises.check_shrink_path(
         lambda x, thresholds: [soft_threshold_jit(x, 0.0) for _ in thresholds]
     )
-    assert_not_yet(verdict, "wrong values")
+    assert_fails_with(verdict, "wrong values")
 
 
 def test_shrink_path_dict_gets_a_structure_hint():
@@ -245,7 +238,7 @@ def test_shrink_path_dict_gets_a_structure_hint():
     verdict = exercises.check_shrink_path(
         lambda x, thresholds: {t: soft_threshold_jit(x, t) for t in thresholds}
     )
-    assert_not_yet(verdict, "one array of shape")
+    assert_fails_with(verdict, "one array of shape")
 
 
 # Exercise 4: serve a fixed set of shapes, compiled ahead of time ------------------------------------
@@ -277,7 +270,7 @@ def test_precompile_reference_passes():
 
 
 def test_precompile_stub_is_not_yet():
-    assert_not_yet(exercises.check_precompile(stub), "no answer yet")
+    assert_fails_with(exercises.check_precompile(stub), "no answer yet")
 
 
 def _lazy_jit(fn, shapes, dtype):
@@ -338,7 +331,7 @@ def _key_error(fn, shapes, dtype):
     ids=["lazy-jit", "warm-up-with-data", "shape-only-key", "jit-fallback", "key-error"],
 )
 def test_precompile_wrong_answers_fail(wrong, hint):
-    assert_not_yet(exercises.check_precompile(wrong), hint)
+    assert_fails_with(exercises.check_precompile(wrong), hint)
 
 
 # Exercise 5: check jit against float64 -----------------------------------------------------------
@@ -387,7 +380,7 @@ def test_agrees_with_float64_isclose_passes():
 
 
 def test_agrees_with_float64_stub_is_not_yet():
-    assert_not_yet(exercises.check_agrees_with_float64(stub), "no answer yet")
+    assert_fails_with(exercises.check_agrees_with_float64(stub), "no answer yet")
 
 
 def test_agrees_with_float64_simulated_miscompile_is_wrong_only_under_jit():
@@ -418,7 +411,7 @@ def test_agrees_with_float64_absolute_tolerance_fails():
             reference = float(fn(np.asarray(x, np.float64)))
         return abs(float(jax.jit(fn)(x)) - reference) <= rtol
 
-    assert_not_yet(exercises.check_agrees_with_float64(absolute), "relative to the reference")
+    assert_fails_with(exercises.check_agrees_with_float64(absolute), "relative to the reference")
 
 
 def test_agrees_with_float64_float32_eager_reference_fails():
@@ -428,7 +421,7 @@ def test_agrees_with_float64_float32_eager_reference_fails():
         reference = float(fn(x))
         return abs(float(jax.jit(fn)(x)) - reference) <= rtol * abs(reference)
 
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_agrees_with_float64(float32_reference), "shares float32's rounding"
     )
 
@@ -440,7 +433,7 @@ def test_agrees_with_float64_without_enable_x64_fails():
         reference = float(fn(np.asarray(x, np.float64)))
         return abs(float(jax.jit(fn)(x)) - reference) <= rtol * abs(reference)
 
-    assert_not_yet(exercises.check_agrees_with_float64(no_x64), "enable_x64")
+    assert_fails_with(exercises.check_agrees_with_float64(no_x64), "enable_x64")
 
 
 def test_agrees_with_float64_returning_the_difference_fails():
@@ -449,11 +442,11 @@ def test_agrees_with_float64_returning_the_difference_fails():
             reference = float(fn(np.asarray(x, np.float64)))
         return abs(float(jax.jit(fn)(x)) - reference)
 
-    assert_not_yet(exercises.check_agrees_with_float64(difference), "not the difference")
+    assert_fails_with(exercises.check_agrees_with_float64(difference), "not the difference")
 
 
 def test_agrees_with_float64_reversed_comparison_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_agrees_with_float64(
             lambda fn, x, rtol=1e-4: not agrees_with_float64(fn, x, rtol)
         ),
@@ -470,11 +463,11 @@ def test_agrees_with_float64_without_jit_fails():
             reference = float(fn(np.asarray(x, np.float64)))
         return abs(value - reference) <= rtol * abs(reference)
 
-    assert_not_yet(exercises.check_agrees_with_float64(eager), "compare jax.jit(fn)(x)")
+    assert_fails_with(exercises.check_agrees_with_float64(eager), "compare jax.jit(fn)(x)")
 
 
 def test_agrees_with_float64_fixed_rtol_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_agrees_with_float64(lambda fn, x, rtol=1e-4: agrees_with_float64(fn, x)),
         "rtol argument",
     )
@@ -484,4 +477,4 @@ def test_agrees_with_float64_exception_is_reported():
     def broken(fn, x, rtol=1e-4):
         raise ValueError("oops")
 
-    assert_not_yet(exercises.check_agrees_with_float64(broken), "raised ValueError")
+    assert_fails_with(exercises.check_agrees_with_float64(broken), "raised ValueError")

@@ -7,6 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.jit import (
     check_agrees_with_float64,
@@ -15,15 +16,6 @@ from jaxcourse.exercises.jit import (
     check_shrink_path,
     check_time_blocked,
 )
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def fails_with(verdict, fragment: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    assert fragment in verdict.message, verdict.message
-
 
 # Exercise 1 -------------------------------------------------------------
 
@@ -271,7 +263,7 @@ def agrees_x64_on_float32_data(fn, x, rtol=1e-4):
     ],
 )
 def test_apply_boundary_wrong_answers(answer, fragment):
-    fails_with(check_apply_boundary(answer), fragment)
+    assert_fails_with(check_apply_boundary(answer), fragment)
 
 
 @pytest.mark.parametrize(
@@ -285,7 +277,7 @@ def test_apply_boundary_wrong_answers(answer, fragment):
     ],
 )
 def test_time_blocked_wrong_answers(answer, fragment):
-    fails_with(check_time_blocked(answer), fragment)
+    assert_fails_with(check_time_blocked(answer), fragment)
 
 
 def timing_fixed_number(fn, x):
@@ -297,7 +289,9 @@ def timing_fixed_number(fn, x):
 
 def test_time_blocked_a_fixed_number_fails():
     """The simulated costs are drawn afresh for each check, so no constant is a right timing."""
-    fails_with(check_time_blocked(timing_fixed_number), "it is a fixed number, not a measurement")
+    assert_fails_with(
+        check_time_blocked(timing_fixed_number), "it is a fixed number, not a measurement"
+    )
 
 
 def test_time_blocked_checks_see_fresh_costs():
@@ -332,9 +326,10 @@ def timing_reference(fn, x):
     ],
 )
 def test_shrink_path_wrong_answers(answer, fragment):
-    fails_with(check_shrink_path(answer), fragment)
+    assert_fails_with(check_shrink_path(answer), fragment)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("answer", "fragment"),
     [
@@ -346,7 +341,7 @@ def test_shrink_path_wrong_answers(answer, fragment):
     ],
 )
 def test_precompile_wrong_answers(answer, fragment):
-    fails_with(check_precompile(answer), fragment)
+    assert_fails_with(check_precompile(answer), fragment)
 
 
 @pytest.mark.parametrize(
@@ -361,6 +356,6 @@ def test_precompile_wrong_answers(answer, fragment):
 )
 def test_agrees_with_float64_wrong_answers(answer, fragment):
     try:
-        fails_with(check_agrees_with_float64(answer), fragment)
+        assert_fails_with(check_agrees_with_float64(answer), fragment)
     finally:
         jax.config.update("jax_enable_x64", False)

@@ -1,10 +1,11 @@
 """Notebooks are generated from the chapters (`tools.notebooks`) and committed in sync with them."""
 
+import os
 from pathlib import Path
 
 import nbformat
 
-from tools import colab, notebooks
+from tools import colab, notebooks, solutions
 from tools.quarto_markdown import SOLUTION_ELSEWHERE, STUDENT_NOTE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -72,6 +73,40 @@ def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys
     assert "kept a copy of your saved work" in capsys.readouterr().out
     notebooks.main(["--root", str(tmp_path)])  # nothing saved since: no second copy
     assert len(list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))) == 1
+
+
+def test_regenerating_rewrites_only_what_changed_and_says_which(tmp_path, capsys):
+    """A second run with no change to the chapters writes nothing (modification times kept) and
+    says so; a changed chapter rewrites its two notebooks and names them."""
+    (tmp_path / "chapters").mkdir()
+    (tmp_path / "_quarto.yml").write_text(
+        "project: {type: book}\nbook:\n  repo-url: https://github.com/someone/fork\n"
+        "  chapters: [chapters/demo.qmd, chapters/other.qmd]\n"
+    )
+    for name in ("demo", "other"):
+        (tmp_path / "chapters" / f"{name}.qmd").write_text(
+            f'---\ntitle: "{name}"\n---\n\n```{{python}}\nx = 1\n```\n'
+        )
+    notebooks.main(["--root", str(tmp_path)])
+    first = capsys.readouterr().out
+    assert "added notebooks/demo.ipynb" in first and "added notebooks/student/other.ipynb" in first
+
+    other = tmp_path / "notebooks" / "other.ipynb"
+    os.utime(other, (1_000_000, 1_000_000))
+    notebooks.main(["--root", str(tmp_path)])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("0 changed, ")
+    assert other.stat().st_mtime == 1_000_000
+
+    (tmp_path / "chapters" / "demo.qmd").write_text(
+        '---\ntitle: "demo"\n---\n\n```{python}\nx = 2\n```\n'
+    )
+    notebooks.main(["--root", str(tmp_path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == ["changed notebooks/demo.ipynb", "changed notebooks/student/demo.ipynb"]
+    solutions_file = tmp_path / solutions.SOLUTIONS_FILE  # generated too, unchanged here
+    unchanged = len(list((tmp_path / "notebooks").rglob("*.ipynb"))) - 2 + solutions_file.exists()
+    assert lines[2] == f"2 changed, {unchanged} unchanged.", lines
+    assert other.stat().st_mtime == 1_000_000
 
 
 CHAPTER = """---

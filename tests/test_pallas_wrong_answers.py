@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import pytest
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.pallas import (
     check_add_in_place,
@@ -19,15 +20,6 @@ from jaxcourse.exercises.pallas import (
     check_matmul,
     check_row_softmax,
 )
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def fails_with(verdict, fragment):
-    assert not verdict, "a wrong answer passed"
-    assert fragment in verdict.message, verdict.message
-
 
 # Exercises 1 and 6: a vector add, on a grid, maybe aliased -------------------------------------------
 
@@ -63,6 +55,7 @@ def vector_add(
     )(x, y)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -75,7 +68,7 @@ def vector_add(
     ],
 )
 def test_add_vectors_wrong_answers_fail(wrong, hint):
-    fails_with(check_add_vectors(wrong), hint)
+    assert_fails_with(check_add_vectors(wrong), hint)
 
 
 @pytest.mark.parametrize(
@@ -95,7 +88,7 @@ def test_add_vectors_wrong_answers_fail(wrong, hint):
     ],
 )
 def test_add_in_place_wrong_answers_fail(wrong, hint):
-    fails_with(check_add_in_place(wrong), hint)
+    assert_fails_with(check_add_in_place(wrong), hint)
 
 
 # Exercise 2: a row-wise softmax ---------------------------------------------------------------------
@@ -122,6 +115,7 @@ def row_softmax(x, *, kernel=softmax_kernel, rows_per_block=1, index_map=lambda 
     )(x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -139,7 +133,7 @@ def row_softmax(x, *, kernel=softmax_kernel, rows_per_block=1, index_map=lambda 
     ],
 )
 def test_row_softmax_wrong_answers_fail(wrong, hint):
-    fails_with(check_row_softmax(wrong), hint)
+    assert_fails_with(check_row_softmax(wrong), hint)
 
 
 # Exercise 3: a tiled matrix product -------------------------------------------------------------------
@@ -189,6 +183,7 @@ def matmul(
     )(x, y)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -210,7 +205,7 @@ def matmul(
     ],
 )
 def test_matmul_wrong_answers_fail(wrong, hint):
-    fails_with(check_matmul(wrong), hint)
+    assert_fails_with(check_matmul(wrong), hint)
 
 
 # Exercise 4: a masked edge block ------------------------------------------------------------------
@@ -251,7 +246,7 @@ def block_sums(x, *, mask="right", out_block=1, index_map=lambda i: (i,)):
     ],
 )
 def test_block_sums_wrong_answers_fail(wrong, hint):
-    fails_with(check_block_sums(wrong), hint)
+    assert_fails_with(check_block_sums(wrong), hint)
 
 
 # Exercise 5: a fused exp and column sum ---------------------------------------------------------
@@ -291,6 +286,7 @@ def exp_column_sums(x, *, initialise=True, mask=True, exp=True, rows_first=False
     )(x)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [
@@ -305,4 +301,4 @@ def exp_column_sums(x, *, initialise=True, mask=True, exp=True, rows_first=False
     ],
 )
 def test_exp_column_sums_wrong_answers_fail(wrong, hint):
-    fails_with(check_exp_column_sums(wrong), hint)
+    assert_fails_with(check_exp_column_sums(wrong), hint)

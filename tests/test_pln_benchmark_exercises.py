@@ -8,9 +8,6 @@ from jax.scipy.linalg import cho_solve
 from jaxcourse.exercises import pln_benchmark as exercises
 from jaxcourse.pln import closed_form_params
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 # --- exercise 1: time to target -------------------------------------------------------------
 def time_to_target(elbo, times, target):
@@ -65,11 +62,13 @@ def latent_mean_gradient(data, variational):
     return data.counts - rate - residuals @ precision
 
 
+@pytest.mark.slow
 def test_gradient_reference_passes():
     """Y - A - (M - XB) Omega passes."""
     assert exercises.check_latent_mean_gradient(latent_mean_gradient)
 
 
+@pytest.mark.slow
 def test_gradient_without_prior_term_fails():
     """Forgetting the Gaussian term is named in the hint."""
 
@@ -107,6 +106,7 @@ def rprop_step(x, grad, step, prev_sign):
     return x - sign * step, step, sign
 
 
+@pytest.mark.slow
 def test_rprop_reference_passes():
     """torch's rule (grow, shrink and skip, clip) passes."""
     assert exercises.check_rprop_step(rprop_step)
@@ -225,6 +225,7 @@ def stub(*args):
     raise NotImplementedError
 
 
+@pytest.mark.slow
 def test_column_sums_reference_solutions_pass():
     """The chapter's solution passes all three checkers; so does the package's column_sums as
     the fused form."""
@@ -311,6 +312,7 @@ def test_one_loop_blocks_fail():
     assert not verdict and "blocks of rows" in verdict.message and "rearranged" in verdict.message
 
 
+@pytest.mark.slow
 def test_one_loop_python_loop_fails():
     """Adding the rows in a Python loop is right eagerly, but unrolls under jit; the hint says so."""
 
@@ -378,6 +380,7 @@ def test_time_to_target_argmax_without_a_check_fails():
     assert not verdict and "never reaches" in verdict.message
 
 
+@pytest.mark.slow
 def test_gradient_by_autodiff_fails_on_the_method():
     """jax.grad of the profiled ELBO gives the right numbers but is not the hand-derived formula."""
     import jax

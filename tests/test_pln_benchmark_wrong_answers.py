@@ -11,9 +11,6 @@ from jax.scipy.linalg import cho_solve
 from jaxcourse.exercises import pln_benchmark as exercises
 from jaxcourse.pln import closed_form_params, profiled_elbo
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: time_to_target(elbo, times, target) -> the first time, or None ----------------------
 
 
@@ -127,6 +124,7 @@ def minus_the_gradient(data, variational):
     return -(data.counts - rate - residuals @ precision)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -307,6 +305,7 @@ def the_page_s_ones(a, b, w):
     return jnp.ones(a.shape[0], a.dtype) @ (a * b)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

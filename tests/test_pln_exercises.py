@@ -7,9 +7,6 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jaxcourse import pln
 from jaxcourse.exercises import pln as exercises
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def _log_det(chol):
     return 2.0 * jnp.sum(jnp.log(jnp.diagonal(chol)))
@@ -20,10 +17,12 @@ def log_det_and_trace(covariance, scatter):
     return _log_det(chol), jnp.trace(cho_solve((chol, True), scatter))
 
 
+@pytest.mark.slow
 def test_log_det_and_trace_solution_passes():
     assert exercises.check_log_det_and_trace(log_det_and_trace)
 
 
+@pytest.mark.slow
 def test_log_det_and_trace_with_two_triangular_solves_passes():
     """Any use of the one factor passes: here L^-1 S L^-T by two triangular solves."""
 
@@ -43,6 +42,7 @@ def test_stub_reports_not_yet():
     assert not verdict and "no answer yet" in verdict.message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -135,6 +135,7 @@ def scaled_elbo(data, variational, factor):
     return pln.elbo(data, variational, pln.ModelParams(best.coef, factor * best.covariance))
 
 
+@pytest.mark.slow
 def test_scaled_covariance_reference_passes():
     verdict = exercises.check_scaled_covariance_elbo(scaled_elbo)
     assert verdict, verdict.message

@@ -11,9 +11,6 @@ from jaxcourse import pln
 from jaxcourse.exercises import pln_levels as exercises
 from jaxcourse.pln import FitResult, init_variational, level1
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def _one_step(variational, params, opt_state, data):
     loss, grads = level1.loss_and_grad(variational, params, data)
@@ -24,11 +21,13 @@ def _one_step(variational, params, opt_state, data):
 donating_step = jax.jit(_one_step, donate_argnums=(0, 1, 2))
 
 
+@pytest.mark.slow
 def test_donating_step_solution_passes():
     verdict = exercises.check_donating_step(donating_step)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -104,6 +103,7 @@ def adam_with(learning_rate):
     return optax.adam(learning_rate)
 
 
+@pytest.mark.slow
 def test_fit_with_learning_rate_reference_passes():
     verdict = exercises.check_fit_with_learning_rate(
         lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=adam_with(rate))
@@ -111,6 +111,7 @@ def test_fit_with_learning_rate_reference_passes():
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_fit_with_a_fresh_optimizer_each_call_fails():
     verdict = exercises.check_fit_with_learning_rate(
         lambda data, n_iter, rate: pln.level2.fit(data, n_iter, optimizer=optax.adam(rate))
@@ -118,6 +119,7 @@ def test_fit_with_a_fresh_optimizer_each_call_fails():
     assert not verdict and "new optax.adam object" in verdict.message
 
 
+@pytest.mark.slow
 def test_fit_ignoring_the_learning_rate_fails():
     verdict = exercises.check_fit_with_learning_rate(
         lambda data, n_iter, rate: pln.level2.fit(data, n_iter)
@@ -125,6 +127,7 @@ def test_fit_ignoring_the_learning_rate_fails():
     assert not verdict and "learning rate is ignored" in verdict.message
 
 
+@pytest.mark.slow
 def test_fit_caching_whole_results_fails():
     """A cache keyed on the data's shape and the rate returns stale fits for new data."""
     results = {}
@@ -183,11 +186,13 @@ def level2_fit(data, n_iter, *, optimizer=DEFAULT):
     return scan_fit(data, n_iter, optimizer)
 
 
+@pytest.mark.slow
 def test_level2_from_pieces_reference_passes():
     verdict = exercises.check_level2_from_pieces(level2_fit)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_level2_from_pieces_without_jit_fails():
     verdict = exercises.check_level2_from_pieces(
         lambda data, n_iter, *, optimizer=DEFAULT: scan_fit(data, n_iter, optimizer)
@@ -206,11 +211,13 @@ def python_loop_fit(data, n_iter, *, optimizer=DEFAULT):
     return FitResult.of_all_steps(jnp.stack(trace), carry[0], carry[1])
 
 
+@pytest.mark.slow
 def test_level2_from_pieces_python_loop_under_jit_fails():
     verdict = exercises.check_level2_from_pieces(python_loop_fit)
     assert not verdict and "unrolled" in verdict.message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mistake", "hint"),
     [({"record_after": True}, "one iteration late"), ({"sign": -1.0}, "minus the ELBO")],
@@ -224,6 +231,7 @@ def test_level2_from_pieces_wrong_trace_gets_its_hint(mistake, hint):
     assert not verdict and hint in verdict.message
 
 
+@pytest.mark.slow
 def test_level2_from_pieces_ignoring_the_optimizer_fails():
     @functools.partial(jax.jit, static_argnames=("n_iter", "optimizer"))
     def fixed(data, n_iter, *, optimizer=DEFAULT):

@@ -13,9 +13,6 @@ from jaxcourse import pln
 from jaxcourse.exercises import pln_levels as exercises
 from jaxcourse.pln import FitResult, init_variational, level1
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: step(variational, params, opt_state, data), jitted with the state donated ------------
 
 
@@ -78,6 +75,7 @@ def float_elbo(variational, params, opt_state, data):
     return variational, params, opt_state, float(elbo)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -242,6 +240,7 @@ def whole_fit_cached(data, n_iter, learning_rate):
     return pln.level2.fit(data, n_iter, optimizer=optax.adam(learning_rate))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -376,6 +375,7 @@ def jit_fit_at_every_call(data, n_iter, *, optimizer=pln.ADAM):
     return jax.jit(lambda data: _scan_fit(data, n_iter, optimizer))(data)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

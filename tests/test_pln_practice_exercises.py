@@ -7,9 +7,6 @@ import pytest
 
 from jaxcourse.exercises import pln_practice as exercises
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def separated_species(counts, groups):
     counts, groups = np.asarray(counts), np.asarray(groups)
@@ -82,10 +79,12 @@ def numpy_generator(key, covariates, offsets, coef, covariance):
     return rng.poisson(np.exp(np.asarray(offsets) + latent))
 
 
+@pytest.mark.slow
 def test_simulate_counts_solution_passes():
     assert exercises.check_simulate_counts(simulate_counts)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

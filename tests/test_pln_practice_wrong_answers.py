@@ -9,9 +9,6 @@ import pytest
 
 from jaxcourse.exercises.pln_practice import check_separated_species, check_simulate_counts
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: separated_species(counts, groups) -> sorted column indices -------------------------
 
 
@@ -133,6 +130,7 @@ def one_key_for_both_draws(key, covariates, offsets, coef, covariance):
     return jax.random.poisson(key, jnp.exp(offsets + latent))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

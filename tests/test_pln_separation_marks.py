@@ -11,6 +11,9 @@ import pytest
 from jaxcourse import pln
 from jaxcourse.pln import bootstrap, level5, level6, separation
 
+# Fits and bootstraps, about 30 s of CPU in all: left out of the fast tier (scripts/test.sh --fast).
+pytestmark = pytest.mark.slow
+
 N_ITER = 300
 
 

@@ -9,9 +9,6 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from jaxcourse import pln
 from jaxcourse.exercises.pln import check_log_det_and_trace, check_scaled_covariance_elbo
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: log_det_and_trace(covariance, scatter) -> (log det Sigma, tr(Sigma^-1 A)) ------------
 
 
@@ -70,6 +67,7 @@ def two_factorisations(covariance, scatter):
     return log_det, jnp.trace(cho_solve((_chol(covariance), True), scatter))
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [
@@ -134,6 +132,7 @@ def variances_scaled(data, variational, factor):
     return _elbo(data, scaled, best.coef, best.covariance)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

@@ -6,9 +6,6 @@ import pytest
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1 ------------------------------------------------------------------------------------
 
 
@@ -17,6 +14,7 @@ def next_normal(key):
     return key, jax.random.normal(subkey)
 
 
+@pytest.mark.slow
 def test_next_normal_solution_passes():
     """Split, draw with one key, return the other: passes under the key-reuse checker."""
     verdict = check_next_normal(next_normal)
@@ -88,12 +86,14 @@ def chunk_means(key, n_chunks, chunk_size):
     return jax.vmap(one_chunk)(jnp.arange(n_chunks))
 
 
+@pytest.mark.slow
 def test_chunk_means_solution_passes():
     """vmap over fold_in(key, i), one lognormal mean per chunk."""
     verdict = check_chunk_means(chunk_means)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_split_fails_when_the_layout_changes():
     """vmap over split(key, n_chunks): chunk i's key depends on n_chunks with the flag off."""
 
@@ -128,6 +128,7 @@ def test_chunk_means_one_shared_key_fails():
     assert "same numbers" in verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_one_block_fails_with_its_own_hint():
     """Drawing one (n_chunks, chunk_size) block is a valid estimate but not the asked stream."""
 
@@ -183,6 +184,7 @@ def random_walk(key, n_steps):
     return positions
 
 
+@pytest.mark.slow
 def test_random_walk_solution_passes():
     """scan over pre-split keys, position as the carry."""
     verdict = check_random_walk(random_walk)
@@ -332,6 +334,7 @@ def test_next_normal_returning_three_values_fails_with_the_expected_structure():
     assert not verdict and "pair (new_key, x)" in verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_python_loop_fails_on_the_method():
     """The same numbers from a Python loop over the keys: the exercise asks for vmap."""
 
@@ -343,6 +346,7 @@ def test_chunk_means_python_loop_fails_on_the_method():
     assert not verdict and "jax.vmap" in verdict.message and "loop" in verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_lax_map_fails_on_the_method():
     """lax.map draws from one key at a time: same numbers, not vmap."""
 
@@ -374,6 +378,7 @@ def test_chunk_means_fold_in_and_split_of_one_key_fails():
     assert not verdict and "fold_in" in verdict.message
 
 
+@pytest.mark.slow
 def test_chunk_means_hard_coded_chunk_size_fails_on_a_second_size():
     """A chunk size fixed at the typical case's 500 passes it, but not a second size."""
 

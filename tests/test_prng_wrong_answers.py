@@ -6,18 +6,9 @@ import itertools
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.prng import check_chunk_means, check_next_normal, check_random_walk
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
-
 
 # Exercise 1: next_normal(key) -> (new_key, x) ----------------------------------------------
 
@@ -65,10 +56,11 @@ WRONG_NEXT_NORMAL = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_NEXT_NORMAL), ids=list(WRONG_NEXT_NORMAL))
 def test_next_normal_wrong_answer(case):
     answer, fragments = WRONG_NEXT_NORMAL[case]
-    _fails_with(check_next_normal(answer), *fragments)
+    assert_fails_with(check_next_normal(answer), *fragments)
 
 
 # Exercise 2: chunk_means(key, n_chunks, chunk_size) ----------------------------------------
@@ -144,10 +136,11 @@ WRONG_CHUNK_MEANS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_CHUNK_MEANS), ids=list(WRONG_CHUNK_MEANS))
 def test_chunk_means_wrong_answer(case):
     answer, fragments = WRONG_CHUNK_MEANS[case]
-    _fails_with(check_chunk_means(answer), *fragments)
+    assert_fails_with(check_chunk_means(answer), *fragments)
 
 
 # Exercise 3: random_walk(key, n_steps) with lax.scan ---------------------------------------
@@ -204,7 +197,8 @@ WRONG_RANDOM_WALK = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_RANDOM_WALK), ids=list(WRONG_RANDOM_WALK))
 def test_random_walk_wrong_answer(case):
     answer, fragments = WRONG_RANDOM_WALK[case]
-    _fails_with(check_random_walk(answer), *fragments)
+    assert_fails_with(check_random_walk(answer), *fragments)

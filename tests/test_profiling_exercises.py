@@ -6,20 +6,13 @@ import collections
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises import profiling as exercises
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
 
 
 def stub(*args, **kwargs):
     raise NotImplementedError
-
-
-def assert_not_yet(verdict, fragment):
-    assert not verdict
-    assert fragment in verdict.message, verdict.message
 
 
 # Exercise 1: arithmetic intensity ------------------------------------------------------------------
@@ -36,14 +29,16 @@ def test_intensity_reference_passes():
 
 
 def test_intensity_stub_is_not_yet():
-    assert_not_yet(exercises.check_intensity(stub), "no answer yet")
+    assert_fails_with(exercises.check_intensity(stub), "no answer yet")
 
 
 def test_intensity_flops_only_fails():
     def flops(fn, *args):
         return jax.jit(fn).lower(*args).compile().cost_analysis()["flops"]
 
-    assert_not_yet(exercises.check_intensity(flops), "the FLOPs: divide them by the bytes accessed")
+    assert_fails_with(
+        exercises.check_intensity(flops), "the FLOPs: divide them by the bytes accessed"
+    )
 
 
 def test_intensity_inverted_fails():
@@ -51,7 +46,7 @@ def test_intensity_inverted_fails():
         analysis = jax.jit(fn).lower(*args).compile().cost_analysis()
         return analysis["bytes accessed"] / analysis["flops"]
 
-    assert_not_yet(exercises.check_intensity(bytes_per_flop), "bytes per FLOP")
+    assert_fails_with(exercises.check_intensity(bytes_per_flop), "bytes per FLOP")
 
 
 def test_intensity_of_the_lowered_program_fails():
@@ -61,11 +56,11 @@ def test_intensity_of_the_lowered_program_fails():
         analysis = jax.jit(fn).lower(*args).cost_analysis()
         return analysis["flops"] / analysis["bytes accessed"]
 
-    assert_not_yet(exercises.check_intensity(lowered), "the intensity of the lowered program")
+    assert_fails_with(exercises.check_intensity(lowered), "the intensity of the lowered program")
 
 
 def test_intensity_returning_the_dict_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_intensity(
             lambda fn, *args: jax.jit(fn).lower(*args).compile().cost_analysis()
         ),
@@ -86,11 +81,11 @@ def test_limited_by_reference_passes():
 
 
 def test_limited_by_stub_is_not_yet():
-    assert_not_yet(exercises.check_limited_by(stub), "no answer yet")
+    assert_fails_with(exercises.check_limited_by(stub), "no answer yet")
 
 
 def test_limited_by_always_memory_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_limited_by(lambda fn, x, peak, bandwidth: "memory"),
         "for every program on every machine",
     )
@@ -100,7 +95,9 @@ def test_limited_by_inverted_ridge_fails():
     def inverted(fn, x, peak_flops, bandwidth):
         return "memory" if intensity(fn, x) < bandwidth / peak_flops else "compute"
 
-    assert_not_yet(exercises.check_limited_by(inverted), "follow a ridge of bandwidth / peak_flops")
+    assert_fails_with(
+        exercises.check_limited_by(inverted), "follow a ridge of bandwidth / peak_flops"
+    )
 
 
 def test_limited_by_comparing_flops_with_the_peak_fails():
@@ -110,14 +107,16 @@ def test_limited_by_comparing_flops_with_the_peak_fails():
         flops = jax.jit(fn).lower(x).compile().cost_analysis()["flops"]
         return "compute" if flops * 1e6 > peak_flops else "memory"
 
-    assert_not_yet(exercises.check_limited_by(flops_vs_peak), "the ridge is")
+    assert_fails_with(exercises.check_limited_by(flops_vs_peak), "the ridge is")
 
 
 def test_limited_by_returning_a_boolean_fails():
     def is_memory_bound(fn, x, peak_flops, bandwidth):
         return intensity(fn, x) < peak_flops / bandwidth
 
-    assert_not_yet(exercises.check_limited_by(is_memory_bound), "the string 'memory' or 'compute'")
+    assert_fails_with(
+        exercises.check_limited_by(is_memory_bound), "the string 'memory' or 'compute'"
+    )
 
 
 # Exercise 3: a scan's gradient in less memory ---------------------------------------------------------
@@ -142,6 +141,7 @@ def checkpointed_grad(policy, where="body"):
     return low_memory_grad
 
 
+@pytest.mark.slow
 def test_low_memory_grad_reference_passes():
     verdict = exercises.check_low_memory_grad(
         checkpointed_grad(jax.checkpoint_policies.nothing_saveable)
@@ -150,11 +150,12 @@ def test_low_memory_grad_reference_passes():
 
 
 def test_low_memory_grad_stub_is_not_yet():
-    assert_not_yet(exercises.check_low_memory_grad(stub), "no answer yet")
+    assert_fails_with(exercises.check_low_memory_grad(stub), "no answer yet")
 
 
+@pytest.mark.slow
 def test_low_memory_grad_plain_grad_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_low_memory_grad(
             lambda x0, ws: jax.grad(exercises.scan_loss, argnums=1)(x0, ws)
         ),
@@ -163,7 +164,7 @@ def test_low_memory_grad_plain_grad_fails():
 
 
 def test_low_memory_grad_checkpointing_the_whole_loss_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_low_memory_grad(
             checkpointed_grad(jax.checkpoint_policies.nothing_saveable, where="loss")
         ),
@@ -172,7 +173,7 @@ def test_low_memory_grad_checkpointing_the_whole_loss_fails():
 
 
 def test_low_memory_grad_saving_everything_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_low_memory_grad(
             checkpointed_grad(jax.checkpoint_policies.everything_saveable)
         ),
@@ -182,7 +183,7 @@ def test_low_memory_grad_saving_everything_fails():
 
 def test_low_memory_grad_gradient_in_x0_fails():
     """The gradient in the wrong argument has the wrong shape."""
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_low_memory_grad(lambda x0, ws: jax.grad(exercises.scan_loss)(x0, ws)),
         "should be one array of shape (12, 16)",
     )
@@ -209,13 +210,14 @@ def most_expensive_op(events):
     return max(totals, key=totals.get) if totals else None
 
 
+@pytest.mark.slow
 def test_most_expensive_op_reference_passes():
     verdict = exercises.check_most_expensive_op(most_expensive_op)
     assert verdict, verdict.message
 
 
 def test_most_expensive_op_stub_is_not_yet():
-    assert_not_yet(exercises.check_most_expensive_op(stub), "no answer yet")
+    assert_fails_with(exercises.check_most_expensive_op(stub), "no answer yet")
 
 
 def test_most_expensive_op_keeping_the_loop_fails():
@@ -226,7 +228,7 @@ def test_most_expensive_op_keeping_the_loop_fails():
                 totals[event.name] += event.duration_us
         return max(totals, key=totals.get) if totals else None
 
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_most_expensive_op(with_containers),
         "you kept the thunks that contain other thunks on their thread",
     )
@@ -241,7 +243,7 @@ def test_most_expensive_op_longest_single_event_fails():
         ]
         return max(thunks, key=lambda e: e.duration_us).name if thunks else None
 
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_most_expensive_op(longest), "add up the durations of each name's events"
     )
 
@@ -255,7 +257,7 @@ def test_most_expensive_op_every_kind_of_event_fails():
                 totals[event.name] += event.duration_us
         return max(totals, key=totals.get) if totals else None
 
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_most_expensive_op(any_event), "you counted events that are not thunks"
     )
 
@@ -277,7 +279,7 @@ def test_most_expensive_op_ignoring_threads_fails():
                 totals[event.name] += event.duration_us
         return max(totals, key=totals.get) if totals else None
 
-    assert_not_yet(exercises.check_most_expensive_op(across_threads), "on another thread")
+    assert_fails_with(exercises.check_most_expensive_op(across_threads), "on another thread")
 
 
 # Exercise 5: donate the state ---------------------------------------------------------------------------
@@ -289,16 +291,18 @@ def test_donating_step_reference_passes():
 
 
 def test_donating_step_stub_is_not_yet():
-    assert_not_yet(exercises.check_donated_state(stub), "no answer yet")
+    assert_fails_with(exercises.check_donated_state(stub), "no answer yet")
 
 
 def test_donating_step_without_donation_fails():
-    assert_not_yet(exercises.check_donated_state(lambda step: jax.jit(step)), "Nothing is donated")
+    assert_fails_with(
+        exercises.check_donated_state(lambda step: jax.jit(step)), "Nothing is donated"
+    )
 
 
 def test_donating_step_donating_the_batch_fails():
     """The lowered program records which arguments are donated: the batch, not the state."""
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=1)),
         "you donated the batch (argument 1), not the state",
     )
@@ -306,14 +310,14 @@ def test_donating_step_donating_the_batch_fails():
 
 def test_donating_step_donating_everything_fails():
     """Read from the lowered program, on sgd_step already, whose batch no output could reuse."""
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_donated_state(lambda step: jax.jit(step, donate_argnums=(0, 1))),
         "you donated the batch (argument 1) as well as the state",
     )
 
 
 def test_donating_step_not_jitted_fails():
-    assert_not_yet(
+    assert_fails_with(
         exercises.check_donated_state(lambda step: step), "should return a jitted function"
     )
 
@@ -324,4 +328,4 @@ def test_donating_step_changing_the_step_fails():
             lambda state, batch: jax.tree.map(lambda x: 2 * x, step(state, batch)), donate_argnums=0
         )
 
-    assert_not_yet(exercises.check_donated_state(doubled), "does not return step(state, batch)")
+    assert_fails_with(exercises.check_donated_state(doubled), "does not return step(state, batch)")

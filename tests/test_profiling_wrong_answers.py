@@ -18,9 +18,6 @@ from jaxcourse.exercises.profiling import (
     wide_body,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: intensity(fn, *args) = FLOPs / bytes of the compiled program ------------------------
 
 
@@ -288,6 +285,7 @@ def x0_kept_from_the_first_call(x0, ws):
     return jax.grad(lambda ws: _loss_with(body)(_first_x0[0], ws))(ws)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("wrong", "hint"),
     [

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax.tree_util import register_pytree_node_class
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.pytrees import (
     check_count_params,
@@ -16,12 +17,6 @@ from jaxcourse.exercises.pytrees import (
     check_standardizer,
     check_train_state,
 )
-
-
-def fails_with(verdict, fragment: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    assert fragment in verdict.message, verdict.message
-
 
 # Exercise 1: count the parameters --------------------------------------------------------------
 
@@ -69,7 +64,7 @@ def count_top_level_only(tree):
     ],
 )
 def test_count_params_wrong_answers(wrong, hint):
-    fails_with(check_count_params(wrong), hint)
+    assert_fails_with(check_count_params(wrong), hint)
 
 
 # Exercise 2: stack a list of records -----------------------------------------------------------
@@ -146,7 +141,7 @@ def stack_message_without_index(records):
     ],
 )
 def test_stack_records_wrong_answers(wrong, hint):
-    fails_with(check_stack_records(wrong), hint)
+    assert_fails_with(check_stack_records(wrong), hint)
 
 
 # Exercise 3: a Standardizer pytree --------------------------------------------------------------
@@ -245,7 +240,7 @@ class ScaleInAux(_Standardizer):
     ],
 )
 def test_standardizer_wrong_answers(wrong, hint):
-    fails_with(check_standardizer(wrong), hint)
+    assert_fails_with(check_standardizer(wrong), hint)
 
 
 # Exercise 4: what goes in the aux data ---------------------------------------------------------
@@ -351,4 +346,4 @@ class ScheduleAuxAsDict(_TrainState):
     ],
 )
 def test_train_state_wrong_answers(wrong, hint):
-    fails_with(check_train_state(wrong), hint)
+    assert_fails_with(check_train_state(wrong), hint)

@@ -16,9 +16,6 @@ from jaxcourse.exercises.sharding import (
     check_sharded_profiled_elbo,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def devices():
@@ -215,6 +212,7 @@ def _profiled(coef_fn):
     return sharded_profiled_elbo
 
 
+@pytest.mark.slow
 def test_profiled_elbo_reference_passes(mesh):
     def global_coef(x_block, m_block):
         return jnp.linalg.solve(
@@ -225,12 +223,14 @@ def test_profiled_elbo_reference_passes(mesh):
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_profiled_elbo_with_block_coef_fails(mesh):
     verdict = check_sharded_profiled_elbo(_profiled(pln.closed_form_coef), mesh)
     assert not verdict
     assert "each device fitted its own B" in verdict.message
 
 
+@pytest.mark.slow
 def test_profiled_elbo_with_wrong_covariance_fails(mesh):
     def sharded_profiled_elbo(data, variational, mesh):
         rows = NamedSharding(mesh, P("data"))
@@ -291,6 +291,7 @@ def test_sharded_grad_ignoring_the_mesh_fails(mesh):
     assert not verdict and "jax.shard_map" in verdict.message
 
 
+@pytest.mark.slow
 def test_profiled_elbo_ignoring_the_mesh_fails(mesh):
     """pln.profiled_elbo on one device gives the value, but the exercise splits the samples."""
     verdict = check_sharded_profiled_elbo(
@@ -299,6 +300,7 @@ def test_profiled_elbo_ignoring_the_mesh_fails(mesh):
     assert not verdict and "ignores the mesh" in verdict.message
 
 
+@pytest.mark.slow
 def test_profiled_elbo_returning_an_array_of_block_values_fails(mesh):
     """One ELBO per device (out_specs=P('data')) instead of the scalar total."""
 

@@ -4,6 +4,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from jax import lax
+from wrong_answers import assert_fails_with
 
 from jaxcourse import mesh as meshes
 from jaxcourse import model_parallel as mp
@@ -13,19 +14,11 @@ from jaxcourse.exercises.sharding_models import (
     check_ring_all_gather,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
     """conftest.py simulates 4 CPU devices: a (2, 2) grid."""
     return meshes.grid_mesh(2, 2)
-
-
-def assert_fails_with(verdict, fragment):
-    assert not verdict
-    assert fragment in verdict.message, verdict.message
 
 
 # --- Exercise 1: psum from psum_scatter and all_gather -----------------------------------------
@@ -80,11 +73,13 @@ def _fsdp_loss(params, x_block, y_block, *, reduce=lax.pmean, gather=True):
     return reduce(loss, "data") if reduce else loss
 
 
+@pytest.mark.slow
 def test_fsdp_loss_reference_passes(mesh):
     verdict = check_fsdp_loss(_fsdp_loss, mesh)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_fsdp_loss_stub_is_not_yet(mesh):
     def fsdp_block_loss(params, x_block, y_block):
         raise NotImplementedError
@@ -100,6 +95,7 @@ def _gather_the_wrong_axis(params, x_block, y_block):
     return lax.pmean(mp.mse(hidden @ w2.T[: w2.shape[1]].T, y_block), "data")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "fsdp_block_loss, hint",
     [
@@ -132,11 +128,13 @@ def _ring(block, *, reorder=True, steps=None, direction=1):
     return stacked.reshape(-1, block.shape[1])
 
 
+@pytest.mark.slow
 def test_ring_all_gather_reference_passes(mesh):
     verdict = check_ring_all_gather(_ring, mesh)
     assert verdict, verdict.message
 
 
+@pytest.mark.slow
 def test_ring_all_gather_other_direction_passes(mesh):
     assert check_ring_all_gather(lambda b: _ring(b, direction=-1), mesh)
 
@@ -148,6 +146,7 @@ def test_ring_all_gather_stub_is_not_yet(mesh):
     assert "no answer yet" in check_ring_all_gather(ring_all_gather, mesh).message
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "ring_all_gather, hint",
     [

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from jax import lax
+from wrong_answers import assert_fails_with
 
 from jaxcourse import mesh as meshes
 from jaxcourse import model_parallel as mp
@@ -18,20 +19,11 @@ from jaxcourse.exercises.sharding_models import (
     check_ring_all_gather,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
     """conftest.py simulates 4 CPU devices: a (2, 2) grid, like the chapter's (4, 2) one."""
     return meshes.grid_mesh(2, 2)
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
 
 
 # Exercise 1: psum from psum_scatter and all_gather -----------------------------------------
@@ -92,10 +84,11 @@ WRONG_PSUM = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PSUM), ids=list(WRONG_PSUM))
 def test_psum_from_pieces_wrong_answer(case, mesh):
     body, fragments = WRONG_PSUM[case]
-    _fails_with(check_psum_from_pieces(body, mesh), *fragments)
+    assert_fails_with(check_psum_from_pieces(body, mesh), *fragments)
 
 
 # Exercise 2: an FSDP loss ------------------------------------------------------------------
@@ -186,10 +179,11 @@ WRONG_FSDP = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_FSDP), ids=list(WRONG_FSDP))
 def test_fsdp_loss_wrong_answer(case, mesh):
     body, fragments = WRONG_FSDP[case]
-    _fails_with(check_fsdp_loss(body, mesh), *fragments)
+    assert_fails_with(check_fsdp_loss(body, mesh), *fragments)
 
 
 # Exercise 3: a ring all-gather -------------------------------------------------------------
@@ -287,10 +281,11 @@ WRONG_RING = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_RING), ids=list(WRONG_RING))
 def test_ring_all_gather_wrong_answer(case, mesh):
     body, fragments = WRONG_RING[case]
-    _fails_with(check_ring_all_gather(body, mesh), *fragments)
+    assert_fails_with(check_ring_all_gather(body, mesh), *fragments)
 
 
 # Right answers the checks above must not turn away -------------------------------------------
@@ -318,6 +313,7 @@ def _ring_the_other_way(block):
     return _placed(block, pieces)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body", [_ring_in_a_fori_loop, _ring_the_other_way], ids=["fori_loop", "the other way"]
 )

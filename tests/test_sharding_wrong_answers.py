@@ -9,6 +9,7 @@ import pytest
 from jax import lax
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
+from wrong_answers import assert_fails_with
 
 from jaxcourse import parallel, pln
 from jaxcourse.exercises.sharding import (
@@ -17,9 +18,6 @@ from jaxcourse.exercises.sharding import (
     check_sharded_profiled_elbo,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 @pytest.fixture(scope="module")
 def mesh():
@@ -27,12 +25,6 @@ def mesh():
     devices = parallel.course_devices()
     yield jax.make_mesh((len(devices),), ("data",), devices=devices)
     jax.config.update("jax_default_device", previous)
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
 
 
 # Exercise 1: standardise with shard_map ----------------------------------------------------
@@ -87,7 +79,7 @@ def _gathered(x_block):
 def test_standardise_wrong_answer(case, mesh):
     body, fragments = WRONG_STANDARDISE[case]
     answer = jax.jit(jax.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data")))
-    _fails_with(check_global_standardise(answer, mesh), *fragments)
+    assert_fails_with(check_global_standardise(answer, mesh), *fragments)
 
 
 # Exercise 2: a data-parallel gradient with shard_map ---------------------------------------
@@ -136,6 +128,7 @@ WRONG_SHARDED_GRAD = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_SHARDED_GRAD), ids=list(WRONG_SHARDED_GRAD))
 def test_sharded_grad_wrong_answer(case, mesh):
     body, check_vma, fragments = WRONG_SHARDED_GRAD[case]
@@ -148,7 +141,7 @@ def test_sharded_grad_wrong_answer(case, mesh):
             check_vma=check_vma,
         )
     )
-    _fails_with(check_sharded_grad(answer, mesh), *fragments)
+    assert_fails_with(check_sharded_grad(answer, mesh), *fragments)
 
 
 # Exercise 3: the profiled PLN ELBO, data-parallel ------------------------------------------
@@ -209,7 +202,8 @@ WRONG_PROFILED = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(WRONG_PROFILED), ids=list(WRONG_PROFILED))
 def test_profiled_elbo_wrong_answer(case, mesh):
     body, fragments = WRONG_PROFILED[case]
-    _fails_with(check_sharded_profiled_elbo(_on_mesh(body), mesh), *fragments)
+    assert_fails_with(check_sharded_profiled_elbo(_on_mesh(body), mesh), *fragments)

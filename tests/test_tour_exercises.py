@@ -7,9 +7,6 @@ import pytest
 
 from jaxcourse.exercises.tour import check_fit_all
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def loss(w, x, y):
     return jnp.mean((x @ w - y) ** 2)
@@ -31,6 +28,7 @@ def test_fit_all_stub_is_not_yet():
     assert not check_fit_all(None)
 
 
+@pytest.mark.slow
 def test_fit_all_reference_passes_eager_and_jitted():
     def eager(learning_rates, x, y, n_steps):
         return jax.vmap(lambda lr: _fit(lr, x, y, n_steps))(learning_rates)

@@ -7,9 +7,6 @@ import pytest
 
 from jaxcourse.exercises.tour import check_fit_all
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def loss(w, x, y):
     return jnp.mean((x @ w - y) ** 2)

@@ -7,6 +7,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.tracing import (
     check_polynomial_class,
@@ -14,11 +15,6 @@ from jaxcourse.exercises.tracing import (
     check_prefix_sum,
     check_solver_options,
 )
-
-
-def fails_with(verdict, fragment: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    assert fragment in verdict.message, verdict.message
 
 
 # Exercise 1 -------------------------------------------------------------
@@ -237,7 +233,7 @@ class poly_keeps_constant:
     ],
 )
 def test_solver_options_wrong_answers(answer, fragment):
-    fails_with(check_solver_options(answer), fragment)
+    assert_fails_with(check_solver_options(answer), fragment)
 
 
 @pytest.mark.parametrize(
@@ -252,7 +248,7 @@ def test_solver_options_wrong_answers(answer, fragment):
     ],
 )
 def test_prefix_sum_wrong_answers(answer, fragment):
-    fails_with(check_prefix_sum(answer), fragment)
+    assert_fails_with(check_prefix_sum(answer), fragment)
 
 
 def prefix_full_length_loop(x, n):
@@ -308,7 +304,7 @@ def prefix_while_up_to_n(x, n):
     ],
 )
 def test_prefix_sum_loops_that_depend_on_n_still_fail(answer, fragment):
-    fails_with(check_prefix_sum(answer), fragment)
+    assert_fails_with(check_prefix_sum(answer), fragment)
 
 
 @pytest.mark.parametrize(
@@ -323,7 +319,7 @@ def test_prefix_sum_loops_that_depend_on_n_still_fail(answer, fragment):
     ],
 )
 def test_polynomial_features_wrong_answers(answer, fragment):
-    fails_with(check_polynomial_features(answer), fragment)
+    assert_fails_with(check_polynomial_features(answer), fragment)
 
 
 @pytest.mark.parametrize(
@@ -338,4 +334,4 @@ def test_polynomial_features_wrong_answers(answer, fragment):
     ],
 )
 def test_polynomial_class_wrong_answers(answer, fragment):
-    fails_with(check_polynomial_class(answer), fragment)
+    assert_fails_with(check_polynomial_class(answer), fragment)

@@ -11,9 +11,6 @@ from jaxcourse.exercises.vmap import (
     check_predict_all,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 
 def _stub(*args):
     raise NotImplementedError
@@ -216,6 +213,7 @@ def _per_example(loss, w, xs, ys):
     return jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys)
 
 
+@pytest.mark.slow
 def test_clipped_mean_grad_reference_passes():
     """vmap(grad(loss)), clipping each example, then the mean, is accepted for every loss (and under jit)."""
 
@@ -317,6 +315,7 @@ def _python_loop_of_grad(loss, w, xs, ys, max_norm):
     return _clip_and_average(grads, max_norm)
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize(
     "wrong, hint",
     [

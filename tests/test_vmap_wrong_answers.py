@@ -4,6 +4,7 @@ learner would (issue 27, point 4): each fails, and its hint names what the answe
 import jax
 import jax.numpy as jnp
 import pytest
+from wrong_answers import assert_fails_with
 
 from jaxcourse.exercises.vmap import (
     check_clipped_mean_grad,
@@ -11,16 +12,6 @@ from jaxcourse.exercises.vmap import (
     check_positive_mean,
     check_predict_all,
 )
-
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
-
-def _fails_with(verdict, *fragments: str) -> None:
-    assert not verdict, "a wrong answer passed"
-    for fragment in fragments:
-        assert fragment in verdict.message, (fragment, verdict.message)
-
 
 # Exercise 1: predict_all(weights, bias, xs) with jax.vmap -----------------------------------
 
@@ -65,10 +56,11 @@ WRONG_PREDICT_ALL = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PREDICT_ALL), ids=list(WRONG_PREDICT_ALL))
 def test_predict_all_wrong_answer(case):
     answer, fragments = WRONG_PREDICT_ALL[case]
-    _fails_with(check_predict_all(answer), *fragments)
+    assert_fails_with(check_predict_all(answer), *fragments)
 
 
 # Exercise 2: positive_mean(x), batched by vmap ---------------------------------------------
@@ -108,10 +100,11 @@ WRONG_POSITIVE_MEAN = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_POSITIVE_MEAN), ids=list(WRONG_POSITIVE_MEAN))
 def test_positive_mean_wrong_answer(case):
     answer, fragments = WRONG_POSITIVE_MEAN[case]
-    _fails_with(check_positive_mean(answer), *fragments)
+    assert_fails_with(check_positive_mean(answer), *fragments)
 
 
 # Exercise 3: pairwise_sq_dists(xs, ys) with two nested vmaps -------------------------------
@@ -162,10 +155,11 @@ WRONG_PAIRWISE = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_PAIRWISE), ids=list(WRONG_PAIRWISE))
 def test_pairwise_sq_dists_wrong_answer(case):
     answer, fragments = WRONG_PAIRWISE[case]
-    _fails_with(check_pairwise_sq_dists(answer), *fragments)
+    assert_fails_with(check_pairwise_sq_dists(answer), *fragments)
 
 
 # Exercise 4: clipped_mean_grad(loss, w, xs, ys, max_norm) ----------------------------------
@@ -217,7 +211,8 @@ WRONG_CLIPPING = {
 }
 
 
+@pytest.mark.slow_after_first
 @pytest.mark.parametrize("case", list(WRONG_CLIPPING), ids=list(WRONG_CLIPPING))
 def test_clipped_mean_grad_wrong_answer(case):
     answer, fragments = WRONG_CLIPPING[case]
-    _fails_with(check_clipped_mean_grad(answer), *fragments)
+    assert_fails_with(check_clipped_mean_grad(answer), *fragments)

@@ -299,28 +299,52 @@ def keep_learner_work(root: Path, path: Path, stamp: str) -> Path:
 
 
 def write_all(root: Path) -> tuple[list[Path], list[Path]]:
-    """Regenerates every notebook and removes those whose chapter is gone.
+    """Regenerates the notebooks whose chapter changed and removes those whose chapter is gone.
 
-    A notebook about to be replaced or removed that holds a learner's work (it was run and
-    saved) is first copied under `SAVED_WORK_DIR`. Returns (notebooks written, copies kept).
+    A notebook already up to date is left untouched, its modification time too. A notebook about
+    to be replaced or removed that holds a learner's work (it was run and saved) is first copied
+    under `SAVED_WORK_DIR`. Returns (notebooks written or removed, copies kept).
     """
     expected = _expected(root)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    replaced = [
-        path for path, text in expected.items() if path.exists() and path.read_text() != text
+    changed = [
+        path for path, text in expected.items() if not path.exists() or path.read_text() != text
     ]
     orphans = [path for path in _existing(root) if path not in expected]
     kept = [
         keep_learner_work(root, path, stamp)
-        for path in replaced + orphans
-        if holds_learner_work(path)
+        for path in changed + orphans
+        if path.exists() and holds_learner_work(path)
     ]
-    for path, text in expected.items():
+    for path in changed:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        path.write_text(expected[path])
     for orphan in orphans:
         orphan.unlink()
-    return list(expected), kept
+    return changed + orphans, kept
+
+
+def _generated_files(root: Path) -> dict[Path, str]:
+    """Every file the command generates that exists now, with its text (to tell what changed)."""
+    paths = sorted((root / "notebooks").rglob("*.ipynb")) + [root / solutions.SOLUTIONS_FILE]
+    return {path: path.read_text() for path in paths if path.is_file()}
+
+
+def change_report(before: dict[Path, str], after: dict[Path, str], root: Path) -> list[str]:
+    """One line per generated file that changed, was added or was removed, then the count:
+    '3 changed, 41 unchanged'."""
+    lines = []
+    for path in sorted(before.keys() | after.keys()):
+        relative = path.relative_to(root)
+        if path not in after:
+            lines.append(f"removed {relative}")
+        elif path not in before:
+            lines.append(f"added {relative}")
+        elif before[path] != after[path]:
+            lines.append(f"changed {relative}")
+    unchanged = sum(1 for path, text in after.items() if before.get(path) == text)
+    lines.append(f"{len(lines)} changed, {unchanged} unchanged.")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -360,14 +384,13 @@ def _run(args: argparse.Namespace) -> int:
             f"All {2 * count} notebooks ({count} chapters, with and without solutions) are in sync."
         )
         return 0
-    written, kept = write_all(args.root)
-    block_notebooks, block_copies = _block_notebooks().write(args.root)
-    written, kept = written + block_notebooks, kept + block_copies
-    if solutions.write(args.root):
-        print("wrote", solutions.SOLUTIONS_FILE)
-    for path in written:
-        print("wrote", path.relative_to(args.root))
-    for copy in kept:
+    before = _generated_files(args.root)
+    _, kept = write_all(args.root)
+    _, block_copies = _block_notebooks().write(args.root)
+    solutions.write(args.root)
+    for line in change_report(before, _generated_files(args.root), args.root):
+        print(line)
+    for copy in kept + block_copies:
         print("kept a copy of your saved work:", copy.relative_to(args.root))
     return 0
 

@@ -4,7 +4,6 @@ One private module per exercise; this package re-exports their public names, so 
 `from jaxcourse.exercises.prng import check_next_normal` keeps working.
 """
 
-from . import _chunk_means, _next_normal, _random_walk
 from ._chunk_means import CHUNK_CASES as CHUNK_CASES
 from ._chunk_means import TRUE_MEAN as TRUE_MEAN
 from ._chunk_means import check_chunk_means as check_chunk_means
@@ -16,10 +15,3 @@ from ._next_normal import N_DRAWS as N_DRAWS
 from ._next_normal import check_next_normal as check_next_normal
 from ._random_walk import WALK_LENGTHS as WALK_LENGTHS
 from ._random_walk import check_random_walk as check_random_walk
-
-HINTS: dict[str, tuple[str, ...]] = {
-    **_next_normal.HINTS,
-    **_chunk_means.HINTS,
-    **_random_walk.HINTS,
-}
-"""Each checker's hint ladder (issue 28), gathered from the exercise modules."""

@@ -2,20 +2,8 @@
 module per exercise."""
 
 from ._common import require_hashable_structure as require_hashable_structure
-from ._count_params import HINTS as _COUNT_PARAMS_HINTS
 from ._count_params import check_count_params as check_count_params
-from ._stack_records import HINTS as _STACK_RECORDS_HINTS
 from ._stack_records import check_stack_records as check_stack_records
-from ._standardizer import HINTS as _STANDARDIZER_HINTS
 from ._standardizer import check_standardizer as check_standardizer
-from ._train_state import HINTS as _TRAIN_STATE_HINTS
 from ._train_state import SCHEDULES as SCHEDULES
 from ._train_state import check_train_state as check_train_state
-
-HINTS: dict[str, tuple[str, ...]] = {
-    **_COUNT_PARAMS_HINTS,
-    **_STACK_RECORDS_HINTS,
-    **_STANDARDIZER_HINTS,
-    **_TRAIN_STATE_HINTS,
-}
-"""Each checker's name -> its hints, from a first nudge to the shape of the answer."""

@@ -8,10 +8,6 @@ their public names, so that `from jaxcourse.exercises.sharding_models import che
 keeps working.
 """
 
-from . import _fsdp, _psum, _ring
 from ._fsdp import check_fsdp_loss as check_fsdp_loss
 from ._psum import check_psum_from_pieces as check_psum_from_pieces
 from ._ring import check_ring_all_gather as check_ring_all_gather
-
-HINTS: dict[str, tuple[str, ...]] = {**_psum.HINTS, **_fsdp.HINTS, **_ring.HINTS}
-"""Each checker's hint ladder (issue 28), gathered from the exercise modules."""

@@ -1,21 +1,11 @@
 """Checkers for the exercises of the chapter 'Tracing, abstract values and static arguments'.
 
 One private module per exercise; this package re-exports their public names, so that
-`from jaxcourse.exercises.tracing import check_prefix_sum` keeps working, and merges their
-hint ladders into one `HINTS`.
+`from jaxcourse.exercises.tracing import check_prefix_sum` keeps working.
 """
 
-from . import _polynomial_class, _polynomial_features, _prefix_sum, _solver_options
 from ._polynomial_class import check_polynomial_class as check_polynomial_class
 from ._polynomial_features import check_polynomial_features as check_polynomial_features
 from ._prefix_sum import check_prefix_sum as check_prefix_sum
 from ._solver_options import check_solver_options as check_solver_options
 from ._solver_options import solve as solve
-
-HINTS: dict[str, tuple[str, ...]] = {
-    **_solver_options.HINTS,
-    **_prefix_sum.HINTS,
-    **_polynomial_features.HINTS,
-    **_polynomial_class.HINTS,
-}
-"""Every checker's hint ladder: a nudge, then the shape of the answer and its common traps."""

@@ -4,7 +4,6 @@ One private module per exercise; this package re-exports their public names, so 
 `from jaxcourse.exercises.vmap import check_predict_all` keeps working.
 """
 
-from . import _clipped_mean_grad, _pairwise_sq_dists, _positive_mean, _predict_all
 from ._clipped_mean_grad import check_clipped_mean_grad as check_clipped_mean_grad
 from ._clipped_mean_grad import logistic_loss as logistic_loss
 from ._clipped_mean_grad import poisson_loss as poisson_loss
@@ -12,11 +11,3 @@ from ._common import _vmap_depth as _vmap_depth
 from ._pairwise_sq_dists import check_pairwise_sq_dists as check_pairwise_sq_dists
 from ._positive_mean import check_positive_mean as check_positive_mean
 from ._predict_all import check_predict_all as check_predict_all
-
-HINTS: dict[str, tuple[str, ...]] = {
-    **_predict_all.HINTS,
-    **_positive_mean.HINTS,
-    **_pairwise_sq_dists.HINTS,
-    **_clipped_mean_grad.HINTS,
-}
-"""Each checker's hint ladder (issue 28), gathered from the exercise modules."""
