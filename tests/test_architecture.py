@@ -4,6 +4,7 @@ package and the build tools (tools/) have no import cycle, and no module longer 
 
 import ast
 import pathlib
+import re
 
 import pytest
 
@@ -178,3 +179,22 @@ def test_no_module_is_too_long(path):
     limit = next(limit for prefix, limit in MAX_LINES.items() if name.startswith(prefix))
     lines = len(path.read_text().splitlines())
     assert lines <= limit, f"{name} is {lines} lines, over {limit}: split it by idea (CONTRIBUTING)"
+
+
+def test_the_tools_package_lists_every_module():
+    """`tools/__init__.py`'s list is where a maintainer looks first: a new module joins it."""
+    import tools
+
+    listed = {line.split()[0] for line in tools.__doc__.splitlines() if line.startswith("    ")}
+    modules = {path.stem for path in TOOL_MODULES if path.stem != "__init__"}
+    assert modules - listed == set(), f"add to tools/__init__.py: {sorted(modules - listed)}"
+    assert listed - modules == set(), f"no such module: {sorted(listed - modules)}"
+
+
+def test_no_tools_module_loads_another_by_name():
+    """An import by name at run time (`importlib.import_module("tools...")`) would hide a cycle
+    from `test_no_import_cycle`."""
+    by_name = re.compile(r"import_module\(\s*f?[\"']tools[.\"']")
+    hidden = [p.name for p in TOOL_MODULES if by_name.search(p.read_text())]
+    assert hidden == []
+    assert by_name.search('importlib.import_module("tools.block_notebooks")')

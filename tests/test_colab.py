@@ -62,9 +62,9 @@ def test_setup_cell_is_collapsed_to_its_title(path):
 
 
 def test_the_student_folder_is_the_notebooks_one():
-    from tools import notebooks
+    from tools import chapter_notebooks
 
-    assert notebook_setup.STUDENT_DIR == notebooks.STUDENT_DIR
+    assert notebook_setup.STUDENT_DIR == chapter_notebooks.STUDENT_DIR
     for name in ("jit", "jit.ipynb", "student/jit.ipynb", "chapters/jit.qmd"):
         assert notebook_setup.exercise_notebook(name) == "student/jit.ipynb"
     for name in ("blocks/x.ipynb", "blocks/student/x.ipynb"):

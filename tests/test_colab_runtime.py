@@ -23,8 +23,8 @@ import nbformat
 import pytest
 
 from jaxcourse.environment import GPU_UNUSED_WARNING
+from tools import chapter_notebooks
 from tools import colab as notebook_setup
-from tools import notebooks
 
 pytestmark = [pytest.mark.slow, pytest.mark.network]  # downloads Colab's packages; minutes
 
@@ -270,7 +270,7 @@ def course_repository(destination: Path) -> Path:
 def setup_cell(tmp_path_factory) -> str:
     """The setup cell of a notebook generated in memory, installing the course from this checkout."""
     chapter = ROOT / "chapters" / "tracing.qmd"
-    notebook = notebooks.chapter_to_notebook(chapter.read_text(), "tracing.ipynb")
+    notebook = chapter_notebooks.chapter_to_notebook(chapter.read_text(), "tracing.ipynb")
     source = notebook.cells[1].source
     assert source == notebook_setup.setup_source()
     github = f"https://github.com/{notebook_setup.REPOSITORY}"

@@ -28,13 +28,13 @@ import pytest
 
 from jaxcourse import checks, ladder
 from jaxcourse.exercises import all_checkers
-from tools import blocks, notebooks
+from tools import blocks, chapter_notebooks
 from tools.book import load_book
 from tools.quarto_leftovers import LEFTOVER_PATTERNS, leftover_syntax
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "jaxcourse"
-CHAPTERS = [path.stem for path in notebooks.chapter_paths(ROOT)]
+CHAPTERS = [path.stem for path in chapter_notebooks.chapter_paths(ROOT)]
 BLOCKS = blocks.notebook_blocks(ROOT)
 NAMES = [
     *[f"{chapter}.ipynb" for chapter in CHAPTERS],
@@ -55,7 +55,7 @@ def book():
 @pytest.fixture(scope="module")
 def generated() -> dict[str, nbformat.NotebookNode]:
     """{path below notebooks/: the notebook as `python -m tools.notebooks` writes it now}."""
-    texts = {**notebooks._expected(ROOT), **blocks.expected(ROOT)}
+    texts = {**chapter_notebooks._expected(ROOT), **blocks.expected(ROOT)}
     folder = ROOT / "notebooks"
     return {
         path.relative_to(folder).as_posix(): nbformat.reads(text, as_version=4)

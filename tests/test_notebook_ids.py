@@ -3,7 +3,7 @@ inserting a cell in a chapter changes only that cell in the notebook's diff."""
 
 import nbformat
 
-from tools.notebooks import chapter_to_notebook
+from tools.chapter_notebooks import chapter_to_notebook
 
 DEMO = """---
 title: "Demo"

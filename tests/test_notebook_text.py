@@ -8,7 +8,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from tools import book, colab, notebooks
+from tools import book, chapter_notebooks, colab
 from tools.book import load_book
 from tools.crossref import all_targets, number_book
 from tools.quarto_leftovers import LEFTOVER_PATTERNS, leftover_syntax
@@ -32,7 +32,7 @@ def test_no_quarto_syntax_is_left_in_a_generated_notebook(path, course_book):
 
 
 def test_every_chapter_has_its_two_notebooks_checked():
-    assert len(NOTEBOOKS) == 2 * len(notebooks.chapter_paths(ROOT)) > 0
+    assert len(NOTEBOOKS) == 2 * len(chapter_notebooks.chapter_paths(ROOT)) > 0
 
 
 LEFTOVERS = {
@@ -161,7 +161,7 @@ def test_a_label_defined_twice_is_an_error(demo_book):
 def demo_notebook(root, *, student=False):
     text = (root / "chapters" / "b.qmd").read_text()
     name = ("student/" if student else "") + "b.ipynb"
-    return notebooks.chapter_to_notebook(
+    return chapter_notebooks.chapter_to_notebook(
         text, name, student=student, book=load_book(root), page="chapters/b.qmd"
     )
 
@@ -218,7 +218,7 @@ def test_hidden_cells_are_collapsed_for_jupyter_and_colab_and_errors_keep_their_
 
 def test_figure_captions_follow_their_cell_with_the_number(demo_book):
     text = (demo_book / "chapters" / "a.qmd").read_text()
-    notebook = notebooks.chapter_to_notebook(
+    notebook = chapter_notebooks.chapter_to_notebook(
         text, "a.ipynb", book=load_book(demo_book), page="chapters/a.qmd"
     )
     sources = [cell.source for cell in notebook.cells]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import nbformat
 
-from tools import colab, notebooks, solutions
+from tools import chapter_notebooks, colab, notebooks, solutions
 from tools.quarto_markdown import SOLUTION_ELSEWHERE, STUDENT_NOTE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -13,11 +13,11 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def test_committed_notebooks_match_the_chapters():
     """Fails when a chapter changed without `python -m tools.notebooks`."""
-    assert notebooks.stale_notebooks(ROOT) == []
+    assert chapter_notebooks.stale_notebooks(ROOT) == []
 
 
 def test_every_chapter_has_a_solution_and_a_student_notebook():
-    names = {p.stem for p in notebooks.chapter_paths(ROOT)}
+    names = {p.stem for p in chapter_notebooks.chapter_paths(ROOT)}
     assert names and names == {p.stem for p in (ROOT / "notebooks").glob("*.ipynb")}
     assert names == {p.stem for p in (ROOT / "notebooks" / "student").glob("*.ipynb")}
 
@@ -37,7 +37,7 @@ def test_check_mode_reports_a_stale_notebook(tmp_path):
     (tmp_path / "chapters" / "demo.qmd").write_text(
         '---\ntitle: "Demo"\n---\n\n```{python}\nx = 2\n```\n'
     )
-    assert notebooks.stale_notebooks(tmp_path) == ["demo.ipynb", "student/demo.ipynb"]
+    assert chapter_notebooks.stale_notebooks(tmp_path) == ["demo.ipynb", "student/demo.ipynb"]
 
 
 def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys):
@@ -63,7 +63,7 @@ def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys
     nbformat.write(notebook, saved)
 
     assert notebooks.main(["--root", str(tmp_path)]) == 0
-    copies = list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))
+    copies = list((tmp_path / chapter_notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))
     assert (
         len(copies) == 1
         and copies[0].parent.name == "student"
@@ -72,7 +72,7 @@ def test_regenerating_keeps_a_copy_of_a_learners_saved_notebook(tmp_path, capsys
     assert "MY ANSWER" not in saved.read_text()
     assert "kept a copy of your saved work" in capsys.readouterr().out
     notebooks.main(["--root", str(tmp_path)])  # nothing saved since: no second copy
-    assert len(list((tmp_path / notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))) == 1
+    assert len(list((tmp_path / chapter_notebooks.SAVED_WORK_DIR).rglob("*.ipynb"))) == 1
 
 
 def test_regenerating_rewrites_only_what_changed_and_says_which(tmp_path, capsys):
@@ -130,7 +130,7 @@ y = 2
 
 
 def test_generated_notebook_structure():
-    nb = notebooks.chapter_to_notebook(CHAPTER, "demo.ipynb")
+    nb = chapter_notebooks.chapter_to_notebook(CHAPTER, "demo.ipynb")
     nbformat.validate(nb)
     title, setup, *rest = nb.cells
     assert title.source.startswith("# A chapter") and "colab.research.google.com" in title.source
@@ -187,8 +187,8 @@ Because it is so.
 
 
 def test_student_notebook_keeps_stubs_and_drops_solutions():
-    student = notebooks.chapter_to_notebook(EXERCISE, "student/ex.ipynb", student=True)
-    solution = notebooks.chapter_to_notebook(EXERCISE, "ex.ipynb")
+    student = chapter_notebooks.chapter_to_notebook(EXERCISE, "student/ex.ipynb", student=True)
+    solution = chapter_notebooks.chapter_to_notebook(EXERCISE, "ex.ipynb")
     student_text = "\n".join(c.source for c in student.cells)
     solution_text = "\n".join(c.source for c in solution.cells)
     assert "return 2 * x" in solution_text and "Because it is so" in solution_text

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tools import qmd
-from tools.notebooks import chapter_to_notebook
+from tools.chapter_notebooks import chapter_to_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [path.relative_to(ROOT).as_posix() for path in qmd.qmd_files(ROOT)]

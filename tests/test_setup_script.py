@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tools import install
+from tools import install, wheelhouse
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
 pytestmark = pytest.mark.slow
@@ -729,32 +729,39 @@ def test_each_platform_of_a_wheel_folder_is_its_own_binary_download():
     """One `pip download` takes one wheel per package, so each system needs a download of its
     own; another system's wheels can only be binary ones (pip cannot build for it)."""
     folder = Path("/usb/wheels")
-    native = install.wheelhouse_commands(folder)
+    native = wheelhouse.wheelhouse_commands(folder, root=ROOT)
     assert native == [
         ["download", "--disable-pip-version-check", "--dest", str(folder), "-r",
          str(folder / "requirements-part1.txt")],
         ["download", "--disable-pip-version-check", "--dest", str(folder),
-         *install.build_requirements()],
+         *wheelhouse.build_requirements(ROOT)],
     ]  # fmt: skip
-    both = install.wheelhouse_commands(folder, ["macos-arm64", "linux-aarch64"], "3.12")
+    both = wheelhouse.wheelhouse_commands(
+        folder, ["macos-arm64", "linux-aarch64"], "3.12", root=ROOT
+    )
     assert len(both) == 4
     for command, name in zip(both, ["macos-arm64"] * 2 + ["linux-aarch64"] * 2, strict=True):
         platforms = [command[i + 1] for i, arg in enumerate(command) if arg == "--platform"]
-        assert platforms == list(install.PLATFORMS[name])
+        assert platforms == list(wheelhouse.PLATFORMS[name])
         assert (
             "--only-binary=:all:" in command
             and command[command.index("--python-version") + 1] == "3.12"
         )
     with pytest.raises(ValueError, match="unknown platform"):
-        install.wheelhouse_commands(folder, ["windows-amd64"])
+        wheelhouse.wheelhouse_commands(folder, ["windows-amd64"], root=ROOT)
     with pytest.raises(ValueError, match="goes with --platform"):
-        install.wheelhouse_commands(folder, python_version="3.12")
+        wheelhouse.wheelhouse_commands(folder, python_version="3.12", root=ROOT)
 
 
 def tiny_course(folder: Path) -> Path:
     """A course of one small requirement (requirements.txt's pure-Python threadpoolctl, 18 kB)
     and a one-module package built with the real build back-end: the pair below downloads little."""
-    for name in ("scripts/setup.sh", "tools/__init__.py", "tools/install.py"):
+    for name in (
+        "scripts/setup.sh",
+        "tools/__init__.py",
+        "tools/install.py",
+        "tools/wheelhouse.py",
+    ):
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, folder / name)
     pin = f"threadpoolctl=={install.pinned_version('threadpoolctl')}"
@@ -847,8 +854,8 @@ def test_the_pages_wheel_folder_commands_are_the_tools(page):
     assert commands, page
     for command in commands:
         args = install.build_parser().parse_args(command.split())
-        assert set(args.platform) <= set(install.PLATFORMS)
+        assert set(args.platform) <= set(wheelhouse.PLATFORMS)
     for name in re.findall(r"--platform (\S+?)`?[ )`]", text):
-        assert name in install.PLATFORMS, name
+        assert name in wheelhouse.PLATFORMS, name
     for line in re.findall(r"bash scripts/check-setup\.sh .*--wheelhouse.*", text):
         assert "--part1" in line, line

@@ -21,8 +21,13 @@ import nbformat
 from tools import colab
 from tools.book import Book, load_book, page_url
 from tools.cell_names import names
+from tools.chapter_notebooks import (
+    STUDENT_DIR,
+    chapter_to_notebook,
+    holds_learner_work,
+    keep_learner_work,
+)
 from tools.chapter_structure import Chapter, Chunk, load_chapter
-from tools.notebooks import STUDENT_DIR, chapter_to_notebook, holds_learner_work, keep_learner_work
 from tools.qmd import cell_options
 from tools.workshop_plan import BLOCKS_DIR, ROOT, Block, blocks
 

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.notebooks import expand_includes
+from tools.chapter_notebooks import expand_includes
 from tools.qmd import CODE_FENCE, DIV_FENCE, HEADING, cell_options, heading_id, option_value
 
 ROOT = Path(__file__).resolve().parents[1]

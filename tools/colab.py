@@ -27,7 +27,7 @@ COURSE_VERSION = book.course_version()
 """The course package's version (pyproject.toml), the one its release tag `REF` holds."""
 
 STUDENT_DIR = "student"
-"""Where the exercise notebooks are, below `notebooks/` (`tools.notebooks.STUDENT_DIR`)."""
+"""Where the exercise notebooks are, below `notebooks/` (`tools.chapter_notebooks.STUDENT_DIR`)."""
 
 WORK_DIR = "my-work"
 """The learner's copies of the exercise notebooks, on a laptop (`tools.learner.WORK_DIR`)."""

@@ -49,6 +49,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from tools import wheelhouse
+
 ROOT = Path(__file__).resolve().parents[1]
 
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
@@ -77,32 +79,6 @@ PART1_INSTALLED = "1.0 GB"
 FULL_INSTALLED_CUDA = "5.7 GB"
 
 MODES = ("part1", "full", "dev")
-
-WHEELHOUSE_MODE = "part1"
-"""What a wheel folder holds: a one-day workshop's install (Part I; torch alone is 200 MB to
-2.8 GB more)."""
-
-OLDEST_GLIBC_MINOR = 31
-"""A Linux wheel folder is for glibc 2.31 or newer (Ubuntu 20.04 and later); the pinned jaxlib
-itself needs 2.27."""
-
-
-def _manylinux(arch: str) -> tuple[str, ...]:
-    """Every manylinux tag a system with glibc 2.OLDEST_GLIBC_MINOR accepts (pip's `--platform`
-    does not add the older ones itself, except manylinux2010 and manylinux1 for manylinux2014)."""
-    newest_first = range(OLDEST_GLIBC_MINOR, 16, -1)
-    return (*(f"manylinux_2_{minor}_{arch}" for minor in newest_first), f"manylinux2014_{arch}")
-
-
-PLATFORMS = {
-    "linux-x86_64": _manylinux("x86_64"),
-    "linux-aarch64": _manylinux("aarch64"),
-    "macos-arm64": ("macosx_12_0_arm64",),
-}
-"""The systems the course runs on (scripts/setup.sh), as pip's platform tags for `pip download
---platform`. WSL is linux-x86_64. macOS: wheels for macOS 12 or newer, every Apple Silicon Mac but
-those still on macOS 11 (pip adds the older macOS tags and universal2 itself; SciPy's oldest arm64
-wheel is for macOS 12)."""
 
 DEV_REQUIREMENTS = "requirements-dev.txt"
 """The developers' tools, on top of requirements.txt (which it includes with `-r`)."""
@@ -350,65 +326,6 @@ def check(mode: str) -> str:
     )
 
 
-def build_requirements(root: Path = ROOT) -> list[str]:
-    """What pyproject.toml's `build-system` needs to build the course package (`pip install -e .`)."""
-    return tomllib.loads((root / "pyproject.toml").read_text())["build-system"]["requires"]
-
-
-def wheelhouse_commands(
-    folder: Path,
-    platforms: list[str] = (),
-    python_version: str | None = None,
-    root: Path = ROOT,
-) -> list[list[str]]:
-    """pip's arguments (after `python -m pip`) that fill `folder` with a Part I install's wheels:
-    the requirements (folder/requirements-part1.txt, which `wheelhouse` writes) and the build
-    back-end. With `platforms` (names of `PLATFORMS`), each system's binary wheels in turn (one
-    `pip download` picks one wheel per package, so each system needs its own)."""
-    unknown = sorted(set(platforms) - set(PLATFORMS))
-    if unknown:
-        raise ValueError(f"unknown platform {unknown}: choose among {sorted(PLATFORMS)}.")
-    if python_version and not platforms:
-        raise ValueError("--python-version goes with --platform (this machine's Python is used).")
-    version = python_version or f"{sys.version_info.major}.{sys.version_info.minor}"
-    base = ["download", "--disable-pip-version-check", "--dest", str(folder)]
-    targets = [
-        [
-            *(option for tag in PLATFORMS[name] for option in ("--platform", tag)),
-            *("--only-binary=:all:", "--implementation", "cp", "--python-version", version),
-        ]
-        for name in platforms
-    ] or [[]]
-    requirements_file = folder / f"requirements-{WHEELHOUSE_MODE}.txt"
-    return [
-        [*base, *target, *what]
-        for target in targets
-        for what in (["-r", str(requirements_file)], build_requirements(root))
-    ]
-
-
-def wheelhouse(
-    folder: Path,
-    platforms: list[str] = (),
-    python_version: str | None = None,
-    root: Path = ROOT,
-) -> str:
-    """Downloads a Part I install's wheels into `folder` (see `wheelhouse_commands`) with this
-    interpreter's pip; returns the line that says how to install from it."""
-    folder = Path(folder).resolve()
-    folder.mkdir(parents=True, exist_ok=True)
-    commands = wheelhouse_commands(folder, platforms, python_version, root)
-    (folder / f"requirements-{WHEELHOUSE_MODE}.txt").write_text(requirements(WHEELHOUSE_MODE, root))
-    for command in commands:
-        subprocess.run([sys.executable, "-m", "pip", *command], check=True)
-    wheels = sorted(folder.glob("*.whl"))
-    size = sum(wheel.stat().st_size for wheel in wheels) / 1e6
-    return (
-        f"{len(wheels)} wheels, {size:.0f} MB, in {folder}. Install from it with no network: "
-        f"bash scripts/setup.sh --part1 --wheelhouse {folder}"
-    )
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line of `python -m tools.install` (the pages' commands are checked with it)."""
     parser = argparse.ArgumentParser(
@@ -426,7 +343,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--platform",
         action="append",
         default=[],
-        choices=sorted(PLATFORMS),
+        choices=sorted(wheelhouse.PLATFORMS),
         help="another system's wheels (repeat for several); default: this machine's",
     )
     wheel_parser.add_argument(
@@ -439,7 +356,12 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "wheelhouse":
         try:
-            print(wheelhouse(args.folder, args.platform, args.python_version))
+            text = requirements(wheelhouse.WHEELHOUSE_MODE)
+            print(
+                wheelhouse.download(
+                    args.folder, args.platform, args.python_version, requirements=text, root=ROOT
+                )
+            )
         except (ValueError, subprocess.CalledProcessError) as error:
             print(f"No wheel folder: {error}", file=sys.stderr)
             return 1

@@ -24,7 +24,7 @@ import nbclient
 import nbformat
 
 from tools.book import pinned_jax_version
-from tools.notebooks import STUDENT_DIR
+from tools.chapter_notebooks import STUDENT_DIR
 
 WORK_DIR = "my-work"
 """The learner's folder (git-ignored), beside `notebooks/`."""

@@ -32,7 +32,7 @@ STUDENT_NOTE = (
     "then `CHECKER.solution()`. The solution is also in the solution notebook (`notebooks/` rather "
     "than `notebooks/student/`) and, folded, on the course website.*"
 )
-"""`CHECKER` is replaced by the checker the exercise calls (tools/notebooks.py)."""
+"""`CHECKER` is replaced by the checker the exercise calls (tools/chapter_notebooks.py)."""
 SOLUTION_ELSEWHERE = (
     "*Solution: in the solution notebook (`notebooks/` rather than `notebooks/student/`) "
     "and, folded, on the course website.*"

@@ -37,7 +37,7 @@ from nbconvert import HTMLExporter
 
 from tools import colab
 from tools.book import Book, load_book
-from tools.notebooks import chapter_paths, chapter_to_notebook, expand_includes
+from tools.chapter_notebooks import chapter_paths, chapter_to_notebook, expand_includes
 from tools.qmd import (
     HEADING,
     first_heading,

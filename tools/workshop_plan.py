@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from tools.notebooks import STUDENT_DIR
+from tools.chapter_notebooks import STUDENT_DIR
 
 ROOT = Path(__file__).resolve().parents[1]
 PLAN_FILE = Path("workshop/plan.yml")
