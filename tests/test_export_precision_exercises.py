@@ -17,9 +17,6 @@ from jaxcourse.exercises.export_precision import (
     matmul_in,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 CHECKERS = (check_export_rows, check_stops_counting, check_mixed_step, check_cheapest_dtype)
 
 

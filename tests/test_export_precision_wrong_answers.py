@@ -16,9 +16,6 @@ from jaxcourse.exercises.export_precision import (
     matmul_in,
 )
 
-# More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
-pytestmark = pytest.mark.slow
-
 # Exercise 1: export_rows(f, n_features) -> bytes ------------------------------------------------
 
 
@@ -149,6 +146,7 @@ def forgets_the_learning_rate(params, x, y, lr):
     return mixed_step(params, x, y, 1.0)
 
 
+@pytest.mark.slow_after_first  # 1 s of CPU in its first case, 2 s in all
 @pytest.mark.parametrize(
     "answer,fragment",
     [

@@ -118,6 +118,7 @@ ENTRY = (
     "scripts/setup.sh",
     "tools/__init__.py",
     "tools/install.py",
+    "tools/wheelhouse.py",
     "requirements.txt",
     "requirements-dev.txt",
     "pyproject.toml",
@@ -772,7 +773,7 @@ def tiny_course(folder: Path) -> Path:
     (folder / "pyproject.toml").write_text(
         f'[build-system]\nrequires = [{requires}]\nbuild-backend = "{backend["build-backend"]}"\n\n'
         '[project]\nname = "tinycourse"\nversion = "0.1"\n\n'
-        "[project.optional-dependencies]\ncompare = []\ndev = []\n"
+        "[project.optional-dependencies]\ncompare = []\nformula = []\ndev = []\n"
     )
     (folder / "src" / "tinycourse").mkdir(parents=True)
     (folder / "src" / "tinycourse" / "__init__.py").write_text("ANSWER = 42\n")
