@@ -88,7 +88,8 @@ if [ "$#" -eq 0 ]; then
     # one generated from the chapter. A workshop block's notebooks are not run either: the
     # block's cells are cells of its chapter's solution notebook, in its order, reading the same
     # definitions (tests/test_block_subsets.py proves it); --chapter NAME still runs them.
-    set -- notebooks/*.ipynb tests --ignore=tests/test_colab_runtime.py
+    # --durations=10: the slowest ten items, for whoever keeps the run under its 15 minutes.
+    set -- notebooks/*.ipynb tests --ignore=tests/test_colab_runtime.py --durations=10
 fi
 status=0
 JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \
