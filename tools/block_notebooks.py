@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import re
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,10 +23,11 @@ from tools.cell_names import names
 from tools.chapter_notebooks import (
     STUDENT_DIR,
     chapter_to_notebook,
-    holds_learner_work,
-    keep_learner_work,
+    out_of_date,
+    sync_generated,
 )
 from tools.chapter_structure import Chapter, Chunk, load_chapter
+from tools.learner import WORK_DIR, copy_missing
 from tools.qmd import cell_options
 from tools.workshop_plan import BLOCKS_DIR, ROOT, Block, blocks
 
@@ -252,31 +252,16 @@ def _existing(root: Path) -> list[Path]:
 
 def stale(root: Path = ROOT) -> list[str]:
     """Block notebooks (below `notebooks/`) that are missing, out of date, or of no block."""
-    wanted = expected(root)
-    old = [path for path, text in wanted.items() if not path.exists() or path.read_text() != text]
-    orphans = [path for path in _existing(root) if path not in wanted]
-    return sorted(str(path.relative_to(root / "notebooks")) for path in old + orphans)
+    changed, orphans = out_of_date(expected(root), _existing(root))
+    return sorted(str(path.relative_to(root / "notebooks")) for path in changed + orphans)
 
 
 def write(root: Path = ROOT) -> tuple[list[Path], list[Path]]:
     """Writes the block notebooks whose text changed (or that are missing) and removes those of
-    blocks that are gone; a notebook that holds someone's saved work is first copied, as
-    `tools.notebooks` does for the chapters. A notebook already up to date is left untouched (its
-    modification time too). Returns (notebooks written, copies kept)."""
-    wanted = expected(root)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    changed = [p for p, text in wanted.items() if not p.exists() or p.read_text() != text]
-    orphans = [path for path in _existing(root) if path not in wanted]
-    kept = [
-        keep_learner_work(root, path, stamp)
-        for path in changed + orphans
-        if path.exists() and holds_learner_work(path)
-    ]
-    for path in orphans:
-        path.unlink()
-    for path in changed:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(wanted[path])
+    blocks that are gone, keeping a copy of any that holds someone's saved work, as the chapters'
+    notebooks are written (`chapter_notebooks.sync_generated`). Returns (notebooks written,
+    copies kept)."""
+    changed, _, kept = sync_generated(root, expected(root), _existing(root))
     return changed, kept
 
 
@@ -286,19 +271,8 @@ def write(root: Path = ROOT) -> tuple[list[Path], list[Path]]:
 def copy_for_learner(root: Path = ROOT) -> tuple[list[Path], list[Path]]:
     """Copies the block exercise notebooks into `my-work/blocks/` where no copy exists (the
     participant's folder, never overwritten); returns (copied, kept)."""
-    import shutil
-
-    target = root / "my-work" / BLOCKS_DIR
-    target.mkdir(parents=True, exist_ok=True)
-    copied, kept = [], []
-    for source in sorted((root / "notebooks" / BLOCKS_DIR / STUDENT_DIR).glob("*.ipynb")):
-        copy = target / source.name
-        if copy.exists():
-            kept.append(copy)
-        else:
-            shutil.copyfile(source, copy)
-            copied.append(copy)
-    return copied, kept
+    source = root / "notebooks" / BLOCKS_DIR / STUDENT_DIR
+    return copy_missing(sorted(source.glob("*.ipynb")), root / WORK_DIR / BLOCKS_DIR)
 
 
 # --- the command ------------------------------------------------------------------------------

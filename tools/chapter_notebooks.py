@@ -257,14 +257,19 @@ def _existing(root: Path) -> list[Path]:
     return sorted(folder.glob("*.ipynb")) + sorted((folder / STUDENT_DIR).glob("*.ipynb"))
 
 
+def out_of_date(wanted: dict[Path, str], existing: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(files of `wanted` that are missing or whose text differs, files of `existing` not wanted):
+    what a generator must write and what it must remove."""
+    changed = [
+        path for path, text in wanted.items() if not path.exists() or path.read_text() != text
+    ]
+    return changed, [path for path in existing if path not in wanted]
+
+
 def stale_notebooks(root: Path) -> list[str]:
     """Notebooks (relative to `notebooks/`) that are missing, out of date, or have no chapter."""
-    expected = _expected(root)
-    stale = [
-        path for path, text in expected.items() if not path.exists() or path.read_text() != text
-    ]
-    orphans = [path for path in _existing(root) if path not in expected]
-    return sorted(str(path.relative_to(root / "notebooks")) for path in stale + orphans)
+    changed, orphans = out_of_date(_expected(root), _existing(root))
+    return sorted(str(path.relative_to(root / "notebooks")) for path in changed + orphans)
 
 
 SAVED_WORK_DIR = "my-work/saved-before-regeneration"
@@ -294,19 +299,19 @@ def keep_learner_work(root: Path, path: Path, stamp: str) -> Path:
     return copy
 
 
-def write_all(root: Path) -> tuple[list[Path], list[Path]]:
-    """Regenerates the notebooks whose chapter changed and removes those whose chapter is gone.
+def sync_generated(
+    root: Path, wanted: dict[Path, str], existing: list[Path]
+) -> tuple[list[Path], list[Path], list[Path]]:
+    """Writes the files of `wanted` whose text changed (or that are missing) and removes the files
+    of `existing` that are not wanted; a file already up to date is left untouched, its
+    modification time too. A notebook about to be replaced or removed that holds a learner's work
+    (it was run and saved) is first copied under `SAVED_WORK_DIR`.
 
-    A notebook already up to date is left untouched, its modification time too. A notebook about
-    to be replaced or removed that holds a learner's work (it was run and saved) is first copied
-    under `SAVED_WORK_DIR`. Returns (notebooks written or removed, copies kept).
+    Returns:
+        (files written, files removed, copies kept).
     """
-    expected = _expected(root)
+    changed, orphans = out_of_date(wanted, existing)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    changed = [
-        path for path, text in expected.items() if not path.exists() or path.read_text() != text
-    ]
-    orphans = [path for path in _existing(root) if path not in expected]
     kept = [
         keep_learner_work(root, path, stamp)
         for path in changed + orphans
@@ -314,7 +319,14 @@ def write_all(root: Path) -> tuple[list[Path], list[Path]]:
     ]
     for path in changed:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(expected[path])
+        path.write_text(wanted[path])
     for orphan in orphans:
         orphan.unlink()
+    return changed, orphans, kept
+
+
+def write_all(root: Path) -> tuple[list[Path], list[Path]]:
+    """Regenerates the notebooks whose chapter changed and removes those whose chapter is gone
+    (`sync_generated`). Returns (notebooks written or removed, copies kept)."""
+    changed, orphans, kept = sync_generated(root, _expected(root), _existing(root))
     return changed + orphans, kept

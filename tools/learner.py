@@ -42,19 +42,24 @@ print(jax.__version__, jax.jit(lambda x: 2 * x + 1)(20))
 """
 
 
-def make_work_copies(root: Path) -> tuple[list[Path], list[Path]]:
-    """Copies every student notebook into `my-work/` where no copy exists; returns (copied, kept)."""
-    work = root / WORK_DIR
-    work.mkdir(exist_ok=True)
+def copy_missing(sources: list[Path], folder: Path) -> tuple[list[Path], list[Path]]:
+    """Copies each of `sources` into `folder` where no file of its name is there yet (a learner's
+    copy is never overwritten); returns (copied, kept)."""
+    folder.mkdir(parents=True, exist_ok=True)
     copied, kept = [], []
-    for source in sorted((root / "notebooks" / STUDENT_DIR).glob("*.ipynb")):
-        target = work / source.name
+    for source in sources:
+        target = folder / source.name
         if target.exists():
             kept.append(target)
         else:
             shutil.copyfile(source, target)
             copied.append(target)
     return copied, kept
+
+
+def make_work_copies(root: Path) -> tuple[list[Path], list[Path]]:
+    """Copies every student notebook into `my-work/` where no copy exists; returns (copied, kept)."""
+    return copy_missing(sorted((root / "notebooks" / STUDENT_DIR).glob("*.ipynb")), root / WORK_DIR)
 
 
 def setup_problems(root: Path) -> list[str]:
