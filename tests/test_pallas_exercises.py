@@ -29,7 +29,9 @@ def vector_spec():
     return pl.BlockSpec((128,), lambda i: (i,))
 
 
-def add_vectors(x, y):
+def add_vectors(x, y, **options):
+    """Exercise 1's reference; `options` go to `pl.pallas_call` (Exercise 6 aliases x to the output)."""
+
     def kernel(x_ref, y_ref, out_ref):
         out_ref[...] = x_ref[...] + y_ref[...]
 
@@ -40,6 +42,7 @@ def add_vectors(x, y):
         in_specs=[vector_spec(), vector_spec()],
         out_specs=vector_spec(),
         interpret=interpret_mode(),
+        **options,
     )(x, y)
 
 
@@ -129,18 +132,7 @@ def exp_column_sums(x):
 
 
 def add_in_place(x, y):
-    def kernel(x_ref, y_ref, out_ref):
-        out_ref[...] = x_ref[...] + y_ref[...]
-
-    return pl.pallas_call(
-        kernel,
-        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
-        grid=(pl.cdiv(x.shape[0], 128),),
-        in_specs=[vector_spec(), vector_spec()],
-        out_specs=vector_spec(),
-        input_output_aliases={0: 0},
-        interpret=interpret_mode(),
-    )(x, y)
+    return add_vectors(x, y, input_output_aliases={0: 0})
 
 
 REFERENCES = [add_vectors, row_softmax, matmul, block_sums, exp_column_sums, add_in_place]

@@ -7,6 +7,8 @@ from jax.experimental import pallas as pl
 from ...checks import exercise_checker, require_callable
 from ...pallas_kernels import CallLayout
 from ._common import (
+    VECTOR_BLOCK,
+    VECTOR_LENGTHS,
     random_array,
     require_blocks,
     require_close,
@@ -15,10 +17,6 @@ from ._common import (
     result_of,
     the_call,
 )
-
-BLOCK = 128
-LENGTHS = (1024, 1000, 130, 7)
-"""Only the first divides the block; the last is shorter than one block."""
 
 HINTS = {
     "check_add_vectors": (
@@ -33,13 +31,13 @@ HINTS = {
 
 def require_vector_layout(answer, x, y, what: str) -> CallLayout:
     """The layout of `answer(x, y)`'s pallas_call, failing unless it runs one program per block
-    of `BLOCK` entries with blocks of `BLOCK` and index map i -> (i,) for every operand
+    of `VECTOR_BLOCK` entries with blocks of `VECTOR_BLOCK` and index map i -> (i,) for every operand
     (Exercises 1 and 6)."""
     n = x.shape[0]
     layout = the_call(answer, x, y, what=what)
-    grid = (pl.cdiv(n, BLOCK),)
-    require_blocks(layout.inputs, (BLOCK,), "input")
-    require_blocks(layout.outputs, (BLOCK,), "output")
+    grid = (pl.cdiv(n, VECTOR_BLOCK),)
+    require_blocks(layout.inputs, (VECTOR_BLOCK,), "input")
+    require_blocks(layout.outputs, (VECTOR_BLOCK,), "output")
     require_grid(layout, grid, "one program per block of 128 entries", f"vectors of length {n}")
     for position, block in enumerate(layout.inputs):
         require_index_map(block, grid, lambda i: (i,), f"input {position}")
@@ -50,7 +48,7 @@ def require_vector_layout(answer, x, y, what: str) -> CallLayout:
 @exercise_checker("Exercise 1 (a vector add on a grid)")
 def check_add_vectors(add_vectors) -> None:
     require_callable(add_vectors, "add_vectors")
-    for seed, n in enumerate(LENGTHS):
+    for seed, n in enumerate(VECTOR_LENGTHS):
         x, y = random_array((n,), 2 * seed), random_array((n,), 2 * seed + 1)
         shapes = f"vectors of length {n}"
         require_vector_layout(add_vectors, x, y, "add_vectors")

@@ -7,6 +7,8 @@ from jax.experimental import pallas as pl
 
 from ...checks import exercise_checker, require_callable
 from ._common import (
+    VECTOR_BLOCK,
+    VECTOR_LENGTHS,
     random_array,
     require_blocks,
     require_close,
@@ -15,9 +17,6 @@ from ._common import (
     result_of,
     the_call,
 )
-
-BLOCK = 128
-LENGTHS = (1024, 1000, 130, 7)
 
 HINTS = {
     "check_block_sums": (
@@ -39,20 +38,20 @@ MASK_HINT = (
 
 
 def _reference(x: np.ndarray) -> np.ndarray:
-    padded = np.zeros(pl.cdiv(x.size, BLOCK) * BLOCK, np.float32)
+    padded = np.zeros(pl.cdiv(x.size, VECTOR_BLOCK) * VECTOR_BLOCK, np.float32)
     padded[: x.size] = x
-    return padded.reshape(-1, BLOCK).sum(axis=1)
+    return padded.reshape(-1, VECTOR_BLOCK).sum(axis=1)
 
 
 @exercise_checker("Exercise 4 (a masked edge block)")
 def check_block_sums(block_sums) -> None:
     require_callable(block_sums, "block_sums")
-    for seed, n in enumerate(LENGTHS):
+    for seed, n in enumerate(VECTOR_LENGTHS):
         x = random_array((n,), seed)
         shapes = f"a vector of length {n}"
         layout = the_call(block_sums, x, what="block_sums")
-        grid = (pl.cdiv(n, BLOCK),)
-        require_blocks(layout.inputs, (BLOCK,), "input")
+        grid = (pl.cdiv(n, VECTOR_BLOCK),)
+        require_blocks(layout.inputs, (VECTOR_BLOCK,), "input")
         require_blocks(layout.outputs, (1,), "output")
         require_grid(layout, grid, "one program per block of 128 entries", shapes)
         require_index_map(layout.inputs[0], grid, lambda i: (i,), "the input")

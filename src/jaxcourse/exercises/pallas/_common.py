@@ -21,6 +21,11 @@ from ...checks import (
 )
 from ...pallas_kernels import BlockMap, CallLayout, pallas_call_layouts
 
+VECTOR_BLOCK = 128
+"""The block of the vector exercises (1 and 4)."""
+VECTOR_LENGTHS = (1024, 1000, 130, 7)
+"""The vector exercises' lengths: only the first divides the block; the last is shorter than one."""
+
 INTERPRET_HINT = (
     "pl.pallas_call raised 'Only interpret mode is supported on CPU backend': a CPU has no "
     "compiled Pallas kernels. Pass interpret=interpret_mode() to pl.pallas_call (True on a CPU, "
