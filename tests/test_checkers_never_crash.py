@@ -1,7 +1,7 @@
 """Every exercise checker of every chapter answers a malformed answer with a verdict, never a crash.
 
-The checkers are found automatically (each function made by `checks.exercise_checker` carries an
-`__exercise__` attribute), so a new chapter's checkers are covered without editing this file.
+The checkers are found automatically (`checks.is_checker`: each function made by
+`checks.exercise_checker` carries its hints), so a new chapter's checkers are covered without editing this file.
 A malformed answer must get 'not yet' with a hint ("Hint: ..."), or "your code raised ..." only
 when the malformed answer is a function that itself raises; a checker that crashes in its own
 code says "checker error, please report it", which fails here.
@@ -30,8 +30,7 @@ def _all_checkers() -> list[tuple[str, object]]:
         module = importlib.import_module(f"jaxcourse.exercises.{module_info.name}")
         for name, value in sorted(vars(module).items()):
             if (
-                callable(value)
-                and hasattr(value, "__exercise__")
+                checks.is_checker(value)
                 # a chapter split into a package defines its checkers in private submodules
                 and value.__module__.split("._")[0] == module.__name__
             ):
@@ -96,7 +95,7 @@ def test_checker_answers_malformed_input_with_a_hint(name, checker, malformed, e
 def test_the_wrapper_reports_its_own_crash_as_a_checker_error():
     """A bug in a checker (not in the learner's code) is reported as such, not blamed on the learner."""
 
-    @checks.exercise_checker("a checker with a bug")
+    @checks.exercise_checker()
     def buggy_checker(answer):
         checks.call_answer(answer, 1.0)
         {}["missing"]  # the checker's own bug

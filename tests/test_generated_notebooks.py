@@ -245,10 +245,8 @@ def test_a_block_names_each_exercise_by_its_chapter_number(block, generated, boo
     for exercise, label in zip(block.exercises, expected, strict=True):
         checker = blocks._checker_of(chapter, exercise)
         found = next(c for n, c in checkers.items() if n.endswith(f".{checker}"))
-        said = found.__exercise__  # "Exercise 3 (...)", or a title alone in some chapters
-        assert not said.startswith("Exercise ") or said.startswith(
-            f"Exercise {label.split('.')[-1]} "
-        )
+        said = ladder.exercise_name(found)  # "Exercise 3 (...)", from the chapter's heading
+        assert said.startswith(f"Exercise {label.split('.')[-1]} ("), said
 
 
 # --- a block's exercises: what they use -------------------------------------------------------
@@ -292,7 +290,7 @@ def test_a_warning_raised_while_an_answer_is_checked_is_recorded_and_said(monkey
     with verdicts enforced (CI runs every solution notebook so, chapters and blocks), a reference
     solution that warns fails its notebook's summary: warnings are errors around each solution."""
 
-    @checks.exercise_checker("Exercise 9 (a demonstration)")
+    @checks.exercise_checker()
     def check_demo(answer):
         checks.require(answer() == 1, "return 1")
 

@@ -26,7 +26,7 @@ def test_the_checkers_are_found():
 @pytest.mark.parametrize("name", sorted(CHECKERS))
 def test_every_checker_has_at_least_two_hints(name):
     hints = ladder.hints_for(CHECKERS[name])
-    assert len(hints) >= 2, f"{name}: add at least two hints to its module's HINTS"
+    assert len(hints) >= 2, f"{name}: add at least two hints: @exercise_checker(hints=(...))"
     assert all(isinstance(hint, str) and len(hint) > 20 for hint in hints), hints
     assert len(set(hints)) == len(hints), f"{name}: two hints say the same thing"
 
@@ -75,7 +75,7 @@ def test_a_hint_out_of_range_says_which_exist(request_):
 
 
 def test_a_checker_without_hints_or_solution_says_so():
-    @exercise_checker("a test exercise")
+    @exercise_checker()
     def check_nothing_known(answer):
         pass
 

@@ -4,15 +4,14 @@ against the one place that holds them.
 - the package's module list (`src/jaxcourse/__init__.py`) against the package's files;
 - CONTRIBUTING's architecture map against `tests/test_architecture.py`'s layers;
 - each chapter's `from jaxcourse.exercises... import check_...` against the checkers it calls;
-- exercise numbers: consecutive in each chapter, and each checker's `exercise_checker("Exercise N
-  (title)")` and its private module's docstring ('... Exercise N: ...') against the heading
-  `### Exercise N: title` of the section that calls it;
+- exercise names: each chapter's exercises numbered 1 to n, and every checker named in the index
+  (`src/jaxcourse/exercises/solutions.json`, which `tools.notebooks` writes and `--check` keeps in
+  sync) after the exercise whose solution calls it, so that its verdicts say "Exercise N (title)";
 - the index's map of the course against `_quarto.yml`'s chapters, in the book's order.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import re
 from pathlib import Path
@@ -21,13 +20,14 @@ import pytest
 from test_architecture import LAYERS, layer
 
 import jaxcourse
-from tools import qmd
+from jaxcourse.exercises import all_checkers
+from tools import qmd, solutions
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "src" / "jaxcourse"
 EXERCISES = PACKAGE / "exercises"
 CHAPTERS = [page for page in qmd.listed_pages(ROOT) if page.startswith("chapters/")]
-EXERCISE_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*:\s*(.*?)\s*(?:\{[^}]*\})?\s*$")
+EXERCISE_HEADING = re.compile(r"^###\s+Exercise\s+(\d+)\s*:", re.MULTILINE)
 CHECKER_CALL = re.compile(r"(?<![\w.])(?:\w+\.)?(check_\w+)\(")
 IMPORT = re.compile(
     r"^from jaxcourse\.exercises\.\w+ import (?:\(([^)]*)\)|([^(\n]+)$)", re.MULTILINE
@@ -94,39 +94,15 @@ def test_the_architecture_map_states_the_layers_in_order():
 
 
 @functools.cache
-def checker_exercises() -> dict[str, str]:
-    """{checker name: the exercise it is for}, from `@exercise_checker("...")` in the source."""
-    found = {}
-    for path in EXERCISES.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if not isinstance(node, ast.FunctionDef):
-                continue
-            for decorator in node.decorator_list:
-                if (
-                    isinstance(decorator, ast.Call)
-                    and getattr(decorator.func, "id", "") == "exercise_checker"
-                    and decorator.args
-                    and isinstance(decorator.args[0], ast.Constant)
-                ):
-                    found[node.name] = decorator.args[0].value
-    return found
+def checker_names() -> set[str]:
+    """The names of every checker the exercises package exports."""
+    return {name.split(".")[-1] for name in all_checkers()}
 
 
 @functools.cache
-def docstring_exercises() -> dict[str, int]:
-    """{checker name: N} for checkers in a module whose docstring's first line says 'Exercise N'
-    (a split chapter's private modules: 'Checker of the PRNG chapter's Exercise 1: ...')."""
-    found = {}
-    for path in EXERCISES.rglob("_*.py"):
-        tree = ast.parse(path.read_text())
-        first_line = (ast.get_docstring(tree) or "").split("\n", 1)[0]
-        number = re.search(r"\bExercise (\d+)\b", first_line)
-        if number is None:
-            continue
-        for node in tree.body:
-            if isinstance(node, ast.FunctionDef) and node.name.startswith("check_"):
-                found[node.name] = int(number.group(1))
-    return found
+def index() -> dict[str, dict[str, str]]:
+    """The index of exercises as `tools.notebooks` writes it: {checker: {"exercise", ...}}."""
+    return solutions.collect(ROOT)
 
 
 def code_cells(page: str) -> list[tuple[int, str]]:
@@ -144,55 +120,64 @@ def test_each_chapter_imports_exactly_the_checkers_it_calls(page):
         for name in "".join(names).replace("\n", ",").split(",")
         if name.strip().startswith("check_")
     }
-    called = set(CHECKER_CALL.findall(IMPORT.sub("", code))) & set(checker_exercises())
+    called = set(CHECKER_CALL.findall(IMPORT.sub("", code))) & checker_names()
     qualified = set(re.findall(r"\bexercises\.(check_\w+)\(", code))
     assert sorted((called - qualified) - imported) == [], "called but not imported"
     assert sorted(imported - called) == [], "imported but never called"
 
 
-def exercise_sections(page: str) -> list[tuple[int, str, int, set[str]]]:
-    """(number, title, heading line, checkers called in its code cells) for each exercise."""
-    lines = (ROOT / page).read_text().split("\n")
-    headings = [
-        (index + 1, EXERCISE_HEADING.match(line))
-        for index, line in enumerate(lines)
-        if EXERCISE_HEADING.match(line)
-    ]
+def exercises(page: str) -> list[tuple[int, str, set[str]]]:
+    """(number, name, checkers its code cells call) of each exercise of a chapter, where
+    `tools.solutions` finds them (a heading `### Exercise N: title`, or a bold paragraph)."""
+    text = (ROOT / page).read_text()
+    offsets = [0]
+    for line in text.split("\n"):
+        offsets.append(offsets[-1] + len(line) + 1)
     cells = code_cells(page)
-    sections = []
-    for position, (line, match) in enumerate(headings):
-        end = headings[position + 1][0] if position + 1 < len(headings) else len(lines) + 1
+    found = []
+    for start, end, name in solutions.exercise_starts(text):
         called = {
-            name
-            for start, source in cells
-            if line < start < end
-            for name in CHECKER_CALL.findall(source)
+            checker
+            for line, source in cells
+            if start < offsets[line - 1] < end
+            for checker in CHECKER_CALL.findall(source)
         }
-        sections.append((int(match.group(1)), match.group(2), line, called))
-    return sections
+        found.append((int(name.split()[1]), name, called & checker_names()))
+    return found
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
 def test_exercises_are_numbered_one_to_n(page):
-    numbers = [number for number, *_ in exercise_sections(page)]
+    numbers = [number for number, *_ in exercises(page)]
     assert numbers == list(range(1, len(numbers) + 1)), f"{page}: exercise numbers {numbers}"
+    headings = [int(n) for n in EXERCISE_HEADING.findall((ROOT / page).read_text())]
+    assert headings in ([], numbers), f"{page}: headings {headings}, tools.solutions {numbers}"
 
 
 @pytest.mark.parametrize("page", CHAPTERS)
-def test_each_checker_names_the_exercise_that_calls_it(page):
-    exercises, documented = checker_exercises(), docstring_exercises()
+def test_each_checker_is_named_after_the_exercise_that_calls_it(page):
     wrong = []
-    for number, _, line, called in exercise_sections(page):
-        for name in sorted(called & set(exercises)):
-            said = exercises[name]
-            if said.startswith("Exercise") and not said.startswith(f"Exercise {number} ("):
-                wrong.append(f"{page}:{line}: Exercise {number} calls {name}, which says {said!r}")
-            if documented.get(name, number) != number:
-                wrong.append(
-                    f"{page}:{line}: Exercise {number} calls {name}, whose module's docstring "
-                    f"says Exercise {documented[name]}"
-                )
+    for _, name, called in exercises(page):
+        for checker in sorted(called):
+            said = index().get(checker, {}).get("exercise", "")
+            if not (said == name or said.startswith(f"{name}, part ")):
+                wrong.append(f"{page}: {name} calls {checker}, named {said!r} in the index")
     assert not wrong, "\n".join(wrong)
+
+
+def test_every_checker_is_named_by_a_chapter_exercise():
+    """A checker that no chapter exercise's solution calls would name its verdicts after itself."""
+    unnamed = sorted(name for name in checker_names() if "exercise" not in index().get(name, {}))
+    assert unnamed == [], "call each from an exercise's Solution callout in a chapter"
+
+
+def test_exercise_names_are_unique_in_a_chapter():
+    """The room and the progress table count verdicts by exercise name."""
+    seen: dict[tuple[str, str], str] = {}
+    for checker, entry in index().items():
+        key = (entry["chapter"], entry.get("exercise", checker))
+        assert key not in seen, f"{checker} and {seen[key]} are both {key[1]!r}"
+        seen[key] = checker
 
 
 # --- the index's map of the course ---------------------------------------------------------
@@ -214,4 +199,4 @@ def test_every_checker_is_called_by_a_chapter():
         for _, source in code_cells(page)
         for name in CHECKER_CALL.findall(source)
     }
-    assert sorted(set(checker_exercises()) - called) == []
+    assert sorted(checker_names() - called) == []

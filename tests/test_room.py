@@ -25,8 +25,8 @@ from tools import room as room_tool
 
 ROOT = Path(__file__).resolve().parents[1]
 
-AT = jit_exercises.check_apply_boundary.__exercise__
-SHRINK = jit_exercises.check_shrink_path.__exercise__
+AT = ladder.exercise_name(jit_exercises.check_apply_boundary)
+SHRINK = ladder.exercise_name(jit_exercises.check_shrink_path)
 EXERCISES = [AT, SHRINK]
 
 

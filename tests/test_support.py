@@ -11,7 +11,7 @@ from jaxcourse.bench import environment, environment_line, time_call, timings_ta
 from jaxcourse.pln import level2
 
 
-@checks.exercise_checker("demo")
+@checks.exercise_checker()
 def check_double(fn):
     checks.require(fn(2) == 4, "double the input")
 
@@ -29,7 +29,7 @@ def test_checker_verdicts():
     assert "no answer yet" in check_double(None).message
     crashed = check_double(lambda x: 1 / 0)
     assert not crashed and "ZeroDivisionError" in crashed.message
-    assert str(check_double(lambda x: 2 * x)).startswith("[PASSED] demo")
+    assert str(check_double(lambda x: 2 * x)).startswith("[PASSED] check_double")
 
 
 def test_show_source_renders_package_code_as_markdown():
@@ -95,18 +95,18 @@ def test_exercise_summary_enforces_the_expected_verdicts(monkeypatch):
     with pytest.raises(AssertionError, match="no exercise"):
         checks.exercise_summary(expect="passed")
     check_double(None)  # the stub
-    assert "| demo | NOT YET |" in checks.exercise_summary(expect="not yet")
-    with pytest.raises(AssertionError, match="demo"):
+    assert "| check_double | NOT YET |" in checks.exercise_summary(expect="not yet")
+    with pytest.raises(AssertionError, match="check_double"):
         checks.exercise_summary(expect="passed")
     check_double(lambda x: 2 * x)  # the solution: the last verdict counts
-    assert "| demo | PASSED |" in checks.exercise_summary(expect="passed")
+    assert "| check_double | PASSED |" in checks.exercise_summary(expect="passed")
     # A solution notebook checks its stubs too: the first verdict of each exercise is its stub's.
     monkeypatch.setattr(checks, "_VERDICTS", [])
     check_double(lambda x: 2 * x)  # a "stub" that already passes
     check_double(lambda x: 2 * x)
     with pytest.raises(AssertionError, match="stub"):
         checks.exercise_summary(expect="passed")
-    assert "| demo | PASSED |" in checks.exercise_summary(expect=None)
+    assert "| check_double | PASSED |" in checks.exercise_summary(expect=None)
     monkeypatch.delenv(checks.ENFORCE_ENV)
     assert "PASSED" in checks.exercise_summary(expect="not yet")  # learners never get an error
 

@@ -13,7 +13,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from jaxcourse import room
+from jaxcourse import ladder, room
 
 from . import blocks
 
@@ -33,7 +33,7 @@ def exercise_names(block_id: str, root: Path = ROOT) -> list[str]:
         checker = blocks._checker_of(chapter, section)
         if checker is None:
             raise SystemExit(f"{section} of {block.chapter} calls no checker")
-        names.append(getattr(module, checker).__exercise__)
+        names.append(ladder.exercise_name(getattr(module, checker)))
     return names
 
 

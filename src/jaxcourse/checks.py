@@ -7,7 +7,7 @@ import functools
 import os
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from . import ladder
@@ -453,19 +453,21 @@ def require_registered_pytree(obj, hint: str) -> list:
 
 
 class Checker(ladder.Laddered, Protocol):
-    """What `exercise_checker` makes: a function that returns a `Verdict`, with its exercise's
-    name and its ladder (`hint(n)`, `solution()`)."""
+    """What `exercise_checker` makes: a function that returns a `Verdict`, with its hints and
+    its ladder (`hint(n)`, `solution()`). Its exercise's name is `ladder.exercise_name(checker)`."""
 
-    __exercise__: str
+    __hints__: tuple[str, ...]
 
     def __call__(self, *args: Any, **kwargs: Any) -> Verdict: ...
 
 
-def exercise_checker(exercise: str) -> Callable[[Callable], Checker]:
-    """Turns `check(answer, ...)`, which raises `CheckFailed` on a wrong answer, into a checker.
+def exercise_checker(*, hints: Sequence[str] = ()) -> Callable[[Callable], Checker]:
+    """Turns `check(answer, ...)`, which raises `CheckFailed` on a wrong answer, into a checker
+    whose hint ladder is `hints` (a first nudge, then the shape of the answer or the usual trap).
 
     The wrapped checker returns a `Verdict`, shown as one line when it is the last
-    expression of a cell. A stub that raises `NotImplementedError` or returns `None` gets
+    expression of a cell, named as the chapter's exercise heading that calls the checker
+    (`ladder.exercise_name`, read when the verdict is given). A stub that raises `NotImplementedError` or returns `None` gets
     'not yet'; any other exception from the learner's code is reported, not raised. A `check`
     that returns a string (a note on a correct answer, such as a warning it raised) has it
     added to the verdict.
@@ -487,6 +489,7 @@ def exercise_checker(exercise: str) -> Callable[[Callable], Checker]:
             return verdict
 
         def _verdict(*args, **kwargs) -> Verdict:
+            exercise = ladder.exercise_name(checker)
             if any(arg is None for arg in args):
                 return Verdict(
                     exercise,
@@ -523,10 +526,15 @@ def exercise_checker(exercise: str) -> Callable[[Callable], Checker]:
             return Verdict(exercise, True, f"correct, well done.{note}")
 
         made = cast(Checker, ladder.attach(checker))  # checker.hint(n) and checker.solution()
-        made.__exercise__ = exercise
+        made.__hints__ = tuple(hints)
         return made
 
     return decorate
+
+
+def is_checker(value: object) -> bool:
+    """True for a checker made by `exercise_checker`."""
+    return callable(value) and isinstance(getattr(value, "__hints__", None), tuple)
 
 
 def _with_warnings(verdict: Verdict, caught: list) -> Verdict:

@@ -7,8 +7,9 @@ then the second, and only then for the reference solution:
     check_apply_boundary.hint(2)    # the shape of the answer, or the trap most people hit
     check_apply_boundary.solution() # the chapter's reference solution
 
-The hints live beside each checker, in its module's `HINTS` dictionary (checker name -> hints,
-in order). The solutions live once, in the chapters; `tools/solutions.py` copies them into
+The hints live on each checker, given where it is defined: `@exercise_checker(hints=(...))`.
+The solutions live once, in the chapters; `tools/solutions.py` copies them, with the name of the
+exercise whose heading calls each checker ("Exercise 1 (a shared weight matrix)"), into
 `exercises/solutions.json`, which this module reads.
 """
 
@@ -17,7 +18,6 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import json
-import sys
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, cast
 
@@ -44,8 +44,16 @@ def help_used(exercise: str) -> HelpUsed:
     return _USED.get(exercise, HelpUsed())
 
 
+def exercise_name(checker: Callable) -> str:
+    """The name of the exercise `checker` checks, as its chapter's heading gives it: "Exercise 1
+    (a shared weight matrix)" (from solutions.json); the checker's own name if no chapter
+    exercise calls it (tests/test_one_source.py fails on such a checker)."""
+    name = getattr(checker, "__name__", "?")
+    return all_solutions().get(name, {}).get("exercise", name)
+
+
 def _note(checker: Callable, hints: int = 0, solution: bool = False) -> None:
-    exercise = getattr(checker, "__exercise__", getattr(checker, "__name__", "?"))
+    exercise = exercise_name(checker)
     before = help_used(exercise)
     _USED[exercise] = HelpUsed(max(before.hints, hints), before.solution or solution)
     for listener in list(_LISTENERS):
@@ -74,15 +82,14 @@ class Help(NamedTuple):
 
 
 def hints_for(checker: Callable) -> tuple[str, ...]:
-    """The hints of `checker`, from the `HINTS` of the module that defines it (() if none)."""
-    module = sys.modules.get(getattr(checker, "__module__", ""), None)
-    hints = getattr(module, "HINTS", {}) or {}
-    return tuple(hints.get(getattr(checker, "__name__", ""), ()))
+    """The hints of `checker`, as `@exercise_checker(hints=...)` gave them (() if none)."""
+    return tuple(getattr(checker, "__hints__", ()))
 
 
 @functools.cache
 def all_solutions() -> dict[str, dict[str, str]]:
-    """Every exercise's reference solution, keyed by checker name (from solutions.json)."""
+    """Every exercise's reference solution and name, keyed by checker name (solutions.json):
+    {"check_x": {"chapter": ..., "exercise": "Exercise 1 (...)", "code": ...}}."""
     resource = importlib.resources.files("jaxcourse.exercises") / "solutions.json"
     try:
         return json.loads(resource.read_text())

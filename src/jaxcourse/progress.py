@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import ladder  # the standard library only, like this module
+
 DEFAULT_FOLDER = "my-work"
 SKIPPED = {".ipynb_checkpoints", "saved-before-regeneration"}
 """Folders of copies, not of the participant's current work."""
@@ -97,7 +99,7 @@ def _checker_calls(cells: list[dict]) -> list[tuple[str, str]]:
 def exercise_name(module: str, checker: str) -> str:
     """The exercise a checker checks, as its verdicts name it (the checker's name if unknown)."""
     try:
-        return getattr(importlib.import_module(module), checker).__exercise__
+        return ladder.exercise_name(getattr(importlib.import_module(module), checker))
     except Exception:  # an old notebook naming a checker that moved: still list it
         return checker
 

@@ -10,12 +10,14 @@ import importlib
 import pkgutil
 from collections.abc import Callable
 
+from ..checks import is_checker
+
 
 def all_checkers() -> dict[str, Callable]:
     """Every chapter's checkers: {"<chapter module>.<checker name>": checker}, in name order.
 
     A checker is counted once, in the chapter module that exports it (a chapter split into a
-    package defines its checkers in private submodules and re-exports them).
+    package defines its checkers in private submodules and exports them, `_collect`).
     """
     found = {}
     for module_info in pkgutil.iter_modules(__path__):
@@ -24,6 +26,6 @@ def all_checkers() -> dict[str, Callable]:
         module = importlib.import_module(f"{__name__}.{module_info.name}")
         for name, value in sorted(vars(module).items()):
             defined_here = getattr(value, "__module__", "").split("._")[0] == module.__name__
-            if callable(value) and hasattr(value, "__exercise__") and defined_here:
+            if is_checker(value) and defined_here:
                 found[f"{module_info.name}.{name}"] = value
     return found

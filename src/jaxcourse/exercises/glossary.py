@@ -11,16 +11,6 @@ import numpy as np
 
 from ..checks import CheckFailed, call_answer, describe, exercise_checker, require, require_accepts
 
-HINTS = {
-    "check_abstract_tree": (
-        "jax.tree.map(f, tree) keeps the structure and skips None; f builds one "
-        "jax.ShapeDtypeStruct(shape, dtype) per leaf.",
-        "Take the shape with jnp.shape(leaf) and the dtype with jnp.result_type(leaf), "
-        "which also work for Python numbers (a float becomes float32, an int int32, a bool "
-        "bool); leaf.dtype fails on them, and np.float64 is not what JAX traces with.",
-    ),
-}
-
 
 class _Layer(NamedTuple):
     w: jax.Array
@@ -77,7 +67,15 @@ def _shape_and_dtype(abstract, case: str) -> tuple[tuple, np.dtype]:
         ) from None
 
 
-@exercise_checker("Exercise 1 (the abstract values of a pytree)")
+@exercise_checker(
+    hints=(
+        "jax.tree.map(f, tree) keeps the structure and skips None; f builds one "
+        "jax.ShapeDtypeStruct(shape, dtype) per leaf.",
+        "Take the shape with jnp.shape(leaf) and the dtype with jnp.result_type(leaf), "
+        "which also work for Python numbers (a float becomes float32, an int int32, a bool "
+        "bool); leaf.dtype fails on them, and np.float64 is not what JAX traces with.",
+    )
+)
 def check_abstract_tree(abstract_tree: Callable) -> None:
     """Checks `abstract_tree(tree)`: the same tree with a `jax.ShapeDtypeStruct` for every leaf."""
     require_accepts(abstract_tree, {"w": jnp.ones(2)}, what="abstract_tree")

@@ -11,27 +11,6 @@ import numpy as np
 from ..checks import call_answer, close, exercise_checker, require, require_array
 from ._jaxpr import equations, primitive_names, traced_program
 
-HINTS = {
-    "check_log_det_and_trace": (
-        "Factor the covariance once with jnp.linalg.cholesky: L has the log-determinant on "
-        "its diagonal and, with jax.scipy.linalg.cho_solve, gives Sigma^-1 A without a "
-        "second factorisation.",
-        "log det Sigma = 2 * sum(log(diag(L))), never log(det(Sigma)), which overflows or "
-        "underflows in float32; the trace is jnp.trace(cho_solve((L, True), scatter)), not "
-        "a solve, inv or slogdet (each an LU decomposition). Return the pair (log_det, "
-        "trace), in that order.",
-    ),
-    "check_scaled_covariance_elbo": (
-        "pln.closed_form_params(data, variational) gives B-hat and Sigma-hat at the point "
-        "you are given; evaluate pln.elbo there with a ModelParams whose covariance you "
-        "scaled.",
-        "Scale the covariance, not the coefficients, and multiply it by factor (not by "
-        "factor squared, not the variational variances); keep everything in JAX so that a "
-        "traced factor works under jit, and return the ELBO itself (a scalar), not minus "
-        "it.",
-    ),
-}
-
 
 def _spd_matrix(p: int, scale: float, seed: int) -> np.ndarray:
     """A well-conditioned SPD matrix whose determinant is about scale**p."""
@@ -156,7 +135,17 @@ def _require_one_cholesky(answer: Callable, covariance: jax.Array, scatter: jax.
     )
 
 
-@exercise_checker("stable log-determinant and trace from one Cholesky factor")
+@exercise_checker(
+    hints=(
+        "Factor the covariance once with jnp.linalg.cholesky: L has the log-determinant on "
+        "its diagonal and, with jax.scipy.linalg.cho_solve, gives Sigma^-1 A without a "
+        "second factorisation.",
+        "log det Sigma = 2 * sum(log(diag(L))), never log(det(Sigma)), which overflows or "
+        "underflows in float32; the trace is jnp.trace(cho_solve((L, True), scatter)), not "
+        "a solve, inv or slogdet (each an LU decomposition). Return the pair (log_det, "
+        "trace), in that order.",
+    )
+)
 def check_log_det_and_trace(log_det_and_trace: Callable) -> None:
     """`log_det_and_trace(covariance, scatter)` must return (log det Sigma, tr(Sigma^-1 scatter))
     for SPD float32 matrices from 1x1 up to 114x114, eagerly and under jit, from one Cholesky
@@ -194,7 +183,7 @@ def check_log_det_and_trace(log_det_and_trace: Callable) -> None:
             _require_trace_close(trace, matrix, scatter, how)
 
 
-# Exercise 2 ------------------------------------------------------------------------------------
+# The ELBO at a scaled covariance (why the closed form) -------------------------------------------
 
 FACTORS = (0.5, 0.9, 1.0, 1.1, 2.0)
 """Scalings of the closed-form covariance the checker tries, 1 (the closed form itself) included."""
@@ -273,7 +262,17 @@ def _require_scaled_elbo(got, data, variational, factor: float, how: str) -> Non
     )
 
 
-@exercise_checker("why the closed form")
+@exercise_checker(
+    hints=(
+        "pln.closed_form_params(data, variational) gives B-hat and Sigma-hat at the point "
+        "you are given; evaluate pln.elbo there with a ModelParams whose covariance you "
+        "scaled.",
+        "Scale the covariance, not the coefficients, and multiply it by factor (not by "
+        "factor squared, not the variational variances); keep everything in JAX so that a "
+        "traced factor works under jit, and return the ELBO itself (a scalar), not minus "
+        "it.",
+    )
+)
 def check_scaled_covariance_elbo(elbo_at_scaled_covariance: Callable) -> None:
     """`elbo_at_scaled_covariance(data, variational, factor)` must return the ELBO at
     `ModelParams(B, factor * Sigma)`, with (B, Sigma) the closed form at `variational`, on

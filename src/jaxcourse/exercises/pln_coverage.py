@@ -10,17 +10,6 @@ import numpy as np
 from ..checks import call_answer, close, describe, exercise_checker, require, require_callable
 from ..pln.coverage import coverage, monte_carlo_error
 
-HINTS = {
-    "check_coverage_and_error": (
-        "For each entry, count the replicates whose interval holds the truth "
-        "(lower <= truth <= upper) and divide by the number of replicates; the Monte-Carlo "
-        "error of a share c measured on R replicates is sqrt(c (1 - c) / R).",
-        "Work along axis 0 (the replicates), so that each entry keeps its own coverage. A "
-        "replicate whose interval is NaN has no interval: leave it out of both the count and "
-        "R (np.isfinite(lower) & np.isfinite(upper)), and keep the interval's ends in it.",
-    ),
-}
-
 
 def _cases() -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
     """Intervals of 3 entries in 8 replicates, with ends that touch the truth and NaN intervals
@@ -85,7 +74,16 @@ def _diagnose(name, share, error, lower, upper, truth) -> None:
     )
 
 
-@exercise_checker("coverage and its Monte-Carlo error")
+@exercise_checker(
+    hints=(
+        "For each entry, count the replicates whose interval holds the truth "
+        "(lower <= truth <= upper) and divide by the number of replicates; the Monte-Carlo "
+        "error of a share c measured on R replicates is sqrt(c (1 - c) / R).",
+        "Work along axis 0 (the replicates), so that each entry keeps its own coverage. A "
+        "replicate whose interval is NaN has no interval: leave it out of both the count and "
+        "R (np.isfinite(lower) & np.isfinite(upper)), and keep the interval's ends in it.",
+    )
+)
 def check_coverage_and_error(coverage_and_error: Callable) -> None:
     """`coverage_and_error(lower, upper, truth)` must return `(coverage, error)`, each of
     `truth`'s shape: per entry, the share of the replicates (axis 0) whose interval holds the

@@ -18,29 +18,7 @@ from ..checks import (
     require_callable,
 )
 
-HINTS = {
-    "check_separated_species": (
-        "For each group label (np.unique(groups)), take the rows of that group and ask "
-        "which columns are all zero there; a species is separated when that happens in at "
-        "least one group.",
-        "counts[groups == level].any(axis=0) is False for a column with only zeros in the "
-        "group: combine the groups with any (at least one group), not all, and return the "
-        "column indices in increasing order as a list. A species with no counts anywhere "
-        "counts too; one zero among counts does not.",
-    ),
-    "check_simulate_counts": (
-        "Two random draws, so split the key into two: one for the latent Z "
-        "(jax.random.multivariate_normal with mean X @ B and the covariance), one for "
-        "jax.random.poisson.",
-        "Draw Z jointly with the full covariance (not only its diagonal, which loses the "
-        "correlation), add the offsets inside the exponential, exp(O + Z), and use the key "
-        "you are given (never a fixed one): the same key gives the same table, a new key a "
-        "new one.",
-    ),
-}
-
-
-# Exercise 1 ------------------------------------------------------------------------------------
+# Species separated by a factor -------------------------------------------------------------------
 
 
 def reference_separated_species(counts, groups) -> list[int]:
@@ -97,7 +75,17 @@ def _as_indices(result, what: str) -> list[int]:
     return sorted(int(index) for index in array.ravel())
 
 
-@exercise_checker("species separated by a factor")
+@exercise_checker(
+    hints=(
+        "For each group label (np.unique(groups)), take the rows of that group and ask "
+        "which columns are all zero there; a species is separated when that happens in at "
+        "least one group.",
+        "counts[groups == level].any(axis=0) is False for a column with only zeros in the "
+        "group: combine the groups with any (at least one group), not all, and return the "
+        "column indices in increasing order as a list. A species with no counts anywhere "
+        "counts too; one zero among counts does not.",
+    )
+)
 def check_separated_species(separated_species: Callable) -> None:
     """`separated_species(counts, groups)` must list, in increasing order, the species with only
     zeros in some group: species seen everywhere are left out, a species never seen is included,
@@ -153,7 +141,7 @@ def check_separated_species(separated_species: Callable) -> None:
         )
 
 
-# Exercise 2 ------------------------------------------------------------------------------------
+# Counts simulated from a fitted model ------------------------------------------------------------
 
 _N_DRAWS = 5000
 
@@ -173,7 +161,17 @@ def _simulation_setup():
     return covariates, offsets, coef, covariance
 
 
-@exercise_checker("counts simulated from a fitted PLN model")
+@exercise_checker(
+    hints=(
+        "Two random draws, so split the key into two: one for the latent Z "
+        "(jax.random.multivariate_normal with mean X @ B and the covariance), one for "
+        "jax.random.poisson.",
+        "Draw Z jointly with the full covariance (not only its diagonal, which loses the "
+        "correlation), add the offsets inside the exponential, exp(O + Z), and use the key "
+        "you are given (never a fixed one): the same key gives the same table, a new key a "
+        "new one.",
+    )
+)
 def check_simulate_counts(simulate_counts: Callable) -> None:
     """`simulate_counts(key, covariates, offsets, coef, covariance)` must return `(n, p)` counts
     Y ~ Poisson(exp(O + Z)), Z_i ~ N(X_i B, Sigma): the same for the same key and new for a new key,

@@ -11,18 +11,6 @@ from ..checks import call_answer, close, exercise_checker, require, require_arra
 from ._jaxpr import primitive_names, traced_program
 from .vmap._common import _vmap_depth
 
-HINTS = {
-    "check_fit_all": (
-        "Write fit(lr) for ONE learning rate first: start from w = jnp.zeros(x.shape[1]) and repeat "
-        "w = w - lr * jax.grad(loss)(w, x, y) n_steps times with a Python for loop. Then map it "
-        "over the learning rates with jax.vmap.",
-        "jax.vmap(fit)(learning_rates) cuts the learning rates into one number per call and stacks "
-        "the weights into one row per learning rate; x and y are read by fit from the enclosing "
-        "function, shared by every call. Subtract the gradient (descent), take exactly n_steps "
-        "steps, and return the last weights only, not the history.",
-    ),
-}
-
 
 def _loss(w, x, y):
     return np.mean((x @ w - y) ** 2)
@@ -121,7 +109,17 @@ def _check_one(fit_all: Callable, lrs: np.ndarray, x, y, n_steps: int) -> None:
     )
 
 
-@exercise_checker("Exercise 1 (every learning rate at once)")
+@exercise_checker(
+    hints=(
+        "Write fit(lr) for ONE learning rate first: start from w = jnp.zeros(x.shape[1]) and repeat "
+        "w = w - lr * jax.grad(loss)(w, x, y) n_steps times with a Python for loop. Then map it "
+        "over the learning rates with jax.vmap.",
+        "jax.vmap(fit)(learning_rates) cuts the learning rates into one number per call and stacks "
+        "the weights into one row per learning rate; x and y are read by fit from the enclosing "
+        "function, shared by every call. Subtract the gradient (descent), take exactly n_steps "
+        "steps, and return the last weights only, not the history.",
+    )
+)
 def check_fit_all(fit_all: Callable) -> None:
     """`fit_all(learning_rates, x, y, n_steps)` returns the weights after `n_steps` steps of
     gradient descent from zero on the mean squared error, one row per learning rate, with a

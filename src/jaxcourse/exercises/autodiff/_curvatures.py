@@ -1,4 +1,4 @@
-"""Checker for the autodiff chapter's Exercise 2: curvatures along k directions, v^T H v, from
+"""Checker for the autodiff chapter's exercise on curvatures along k directions, v^T H v, from
 Hessian-vector products, without the Hessian and with one program for every k."""
 
 from __future__ import annotations
@@ -15,17 +15,6 @@ from .._jaxpr import equations
 RTOL, ATOL = 2e-5, 1e-5
 """Autodiff's v^T H v in float32 is within a few float32 roundings of the float64 value; a finite
 difference of the gradient, the numerical stand-in, is not (about 1e-4 at its best step)."""
-
-HINTS = {
-    "check_curvatures": (
-        "The curvature along v is v · (H v), and the section on Hessian-vector products computes "
-        "H v without the Hessian. Write it for one direction first, then map it over the rows of "
-        "`directions`.",
-        "For one direction: jnp.vdot(v, H v), a number. For all of them: jax.vmap over the rows, "
-        "not a Python loop (the loop puts one copy of the work per row into the program) and not "
-        "jax.hessian (an n x n array). Keep the whole v^T H v: no factor 1/2, no division by |v|^2.",
-    ),
-}
 
 
 _STEEP = "1e4 * sum(x) + sum(x^2) / 2, a steep slope (about 1e4) and a curvature of |v|^2"
@@ -144,7 +133,16 @@ def _diagnose(actual, expected, f, x, directions, how: str, name: str) -> None:
     )
 
 
-@exercise_checker("Exercise 2 (curvatures along k directions)")
+@exercise_checker(
+    hints=(
+        "The curvature along v is v · (H v), and the section on Hessian-vector products computes "
+        "H v without the Hessian. Write it for one direction first, then map it over the rows of "
+        "`directions`.",
+        "For one direction: jnp.vdot(v, H v), a number. For all of them: jax.vmap over the rows, "
+        "not a Python loop (the loop puts one copy of the work per row into the program) and not "
+        "jax.hessian (an n x n array). Keep the whole v^T H v: no factor 1/2, no division by |v|^2.",
+    )
+)
 def check_curvatures(curvatures: Callable) -> None:
     """Checks `curvatures(f, x, directions)` -> `(k,)`, entry i `directions[i] @ H(x) @
     directions[i]`: values against `jax.hessian`, under jit, no (n, n) array in the program, and

@@ -1,4 +1,4 @@
-"""Checker for the autodiff chapter's Exercise 3: a safe exprel with custom_jvp."""
+"""Checker for the autodiff chapter's exercise on a safe exprel with custom_jvp."""
 
 from __future__ import annotations
 
@@ -17,18 +17,6 @@ from ...checks import (
     require_array,
 )
 from .._jaxpr import primitive_names, traced_program
-
-HINTS = {
-    "check_exprel": (
-        "Start with the value: jnp.expm1(x) / x, with 1 at x = 0 through a double where (a safe "
-        "divisor in the branch you do not select). Then decorate it with @jax.custom_jvp and write "
-        "its rule with @exprel.defjvp.",
-        "The rule returns (exprel(x), derivative * x_dot), the derivative times the tangent. The "
-        "derivative is (exp(x) - exprel(x)) / x away from 0; near 0 (say |x| < 1e-3) that "
-        "formula subtracts two equal float32 numbers, so use the series 1/2 + x/3 there, with "
-        "jnp.where (not Python if), so that it works under jit and vmap.",
-    ),
-}
 
 _EXPREL_POINTS = np.array([0.0, 1e-6, -1e-6, 1e-3, -2e-2, 0.5, -3.0, 10.0], dtype=np.float32)
 
@@ -57,7 +45,17 @@ def _scalar_results(fn: Callable, points: np.ndarray, what: str) -> np.ndarray:
     return np.asarray(values, np.float64)
 
 
-@exercise_checker("Exercise 3 (a safe exprel with custom_jvp)")
+@exercise_checker(
+    hints=(
+        "Start with the value: jnp.expm1(x) / x, with 1 at x = 0 through a double where (a safe "
+        "divisor in the branch you do not select). Then decorate it with @jax.custom_jvp and write "
+        "its rule with @exprel.defjvp.",
+        "The rule returns (exprel(x), derivative * x_dot), the derivative times the tangent. The "
+        "derivative is (exp(x) - exprel(x)) / x away from 0; near 0 (say |x| < 1e-3) that "
+        "formula subtracts two equal float32 numbers, so use the series 1/2 + x/3 there, with "
+        "jnp.where (not Python if), so that it works under jit and vmap.",
+    )
+)
 def check_exprel(exprel: Callable) -> None:
     """Checks `exprel(x) = (exp(x) - 1) / x` (1 at 0): values, derivatives at 0 and near it, under
     jit and vmap, and that a `custom_jvp` rule supplies the derivative."""

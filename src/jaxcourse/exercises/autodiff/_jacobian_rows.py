@@ -1,4 +1,4 @@
-"""Checker for the autodiff chapter's Exercise 4: rows of a Jacobian with vmap of vjp."""
+"""Checker for the autodiff chapter's exercise on rows of a Jacobian with vmap of vjp."""
 
 from __future__ import annotations
 
@@ -16,18 +16,6 @@ from ...checks import (
     require_array,
 )
 from .._jaxpr import equations, traced_program
-
-HINTS = {
-    "check_jacobian_rows": (
-        "jax.vjp(f, x) runs the forward pass once and returns (f(x), backward); backward(u) pulls "
-        "one cotangent u of shape (m,) back to u @ J, of shape (n,). You need it for every row of "
-        "cotangents.",
-        "Call jax.vjp once, outside any loop, then jax.vmap a function of one cotangent over the "
-        "rows: jax.vmap(lambda u: backward(u)[0])(cotangents). backward returns a tuple (one entry "
-        "per argument of f), hence the [0]. No jax.jacrev or jax.jacfwd (they build the whole "
-        "Jacobian) and no Python loop (one backward pass per row in the program).",
-    ),
-}
 
 
 def _wave(x):
@@ -67,7 +55,17 @@ def _shapes(jaxpr) -> set[tuple]:
     }
 
 
-@exercise_checker("Exercise 4 (rows of a Jacobian with vmap of vjp)")
+@exercise_checker(
+    hints=(
+        "jax.vjp(f, x) runs the forward pass once and returns (f(x), backward); backward(u) pulls "
+        "one cotangent u of shape (m,) back to u @ J, of shape (n,). You need it for every row of "
+        "cotangents.",
+        "Call jax.vjp once, outside any loop, then jax.vmap a function of one cotangent over the "
+        "rows: jax.vmap(lambda u: backward(u)[0])(cotangents). backward returns a tuple (one entry "
+        "per argument of f), hence the [0]. No jax.jacrev or jax.jacfwd (they build the whole "
+        "Jacobian) and no Python loop (one backward pass per row in the program).",
+    )
+)
 def check_jacobian_rows(jacobian_rows: Callable) -> None:
     """Checks `jacobian_rows(f, x, cotangents)` -> cotangents @ J(x), `(k, n)`, from one forward
     pass of `f`, without the `(m, n)` Jacobian, and with a program whose size does not grow with k."""

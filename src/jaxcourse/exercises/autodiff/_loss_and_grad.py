@@ -1,4 +1,5 @@
-"""Checker for the autodiff chapter's Exercise 1: loss, predictions and gradient in one pass (has_aux)."""
+"""Checker for the autodiff chapter's exercise on loss, predictions and gradient in one pass
+(has_aux)."""
 
 from __future__ import annotations
 
@@ -16,18 +17,6 @@ from ...checks import (
     exercise_checker,
     require,
 )
-
-HINTS = {
-    "check_loss_and_grad": (
-        "Write the loss as a function of params alone that returns a pair (loss, predictions), "
-        "then give it to jax.value_and_grad with has_aux=True: one forward pass gives the loss, "
-        "the predictions and the gradient.",
-        "Inside the loss: predictions = predict(params, x), then "
-        "jnp.mean((predictions - y) ** 2) (the mean, not the sum, no 1/2, no square root). "
-        "value_and_grad(..., has_aux=True) already returns ((loss, predictions), grads): return "
-        "it as it is, and do not call predict again outside it.",
-    ),
-}
 
 
 def _linear_predict(params, x):
@@ -103,7 +92,17 @@ def _require_aux_structure(result, params, n: int, how: str) -> None:
         )
 
 
-@exercise_checker("Exercise 1 (loss, predictions and gradient in one pass)")
+@exercise_checker(
+    hints=(
+        "Write the loss as a function of params alone that returns a pair (loss, predictions), "
+        "then give it to jax.value_and_grad with has_aux=True: one forward pass gives the loss, "
+        "the predictions and the gradient.",
+        "Inside the loss: predictions = predict(params, x), then "
+        "jnp.mean((predictions - y) ** 2) (the mean, not the sum, no 1/2, no square root). "
+        "value_and_grad(..., has_aux=True) already returns ((loss, predictions), grads): return "
+        "it as it is, and do not call predict again outside it.",
+    )
+)
 def check_loss_and_grad(loss_and_grad: Callable) -> None:
     """Checks `loss_and_grad(predict, params, x, y)` -> ((mse, predictions), grads), one forward pass."""
     jitted = jax.jit(lambda params, x, y: loss_and_grad(_linear_predict, params, x, y))

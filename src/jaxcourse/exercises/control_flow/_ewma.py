@@ -1,4 +1,4 @@
-"""Checker for the control-flow chapter's Exercise 2: a moving average over gaps with scan."""
+"""Checker for the control-flow chapter's exercise on a moving average over gaps with scan."""
 
 from __future__ import annotations
 
@@ -16,20 +16,6 @@ from ...checks import (
     require_array,
 )
 from .._jaxpr import primitive_names, traced_program
-
-HINTS = {
-    "check_ewma": (
-        "Write one step, step(carry, x) -> (new carry, output), and let "
-        "jax.lax.scan(step, init, xs) run it over xs; return the stacked outputs (the second "
-        "thing scan returns), one per entry of xs. Decide first what the carry must hold before "
-        "the first reading.",
-        "Start the carry as NaN, meaning 'nothing seen yet' (not 0, and not xs[0], which may be a "
-        "gap). In the step, jnp.where(jnp.isnan(carry), x, alpha * x + (1 - alpha) * carry) "
-        "starts or updates the average, and a second jnp.where on jnp.isnan(x) keeps the carry at "
-        "a gap. Output the updated carry, not the one you received, and never use a Python if on "
-        "alpha or x.",
-    ),
-}
 
 
 def _ewma_reference(
@@ -177,7 +163,19 @@ _GAPS_REMOVED = (
 )
 
 
-@exercise_checker("a moving average over gaps with scan")
+@exercise_checker(
+    hints=(
+        "Write one step, step(carry, x) -> (new carry, output), and let "
+        "jax.lax.scan(step, init, xs) run it over xs; return the stacked outputs (the second "
+        "thing scan returns), one per entry of xs. Decide first what the carry must hold before "
+        "the first reading.",
+        "Start the carry as NaN, meaning 'nothing seen yet' (not 0, and not xs[0], which may be a "
+        "gap). In the step, jnp.where(jnp.isnan(carry), x, alpha * x + (1 - alpha) * carry) "
+        "starts or updates the average, and a second jnp.where on jnp.isnan(x) keeps the carry at "
+        "a gap. Output the updated carry, not the one you received, and never use a Python if on "
+        "alpha or x.",
+    )
+)
 def check_ewma(ewma) -> None:
     """`ewma(xs, alpha)` returns one smoothed value per entry of xs: the exponentially weighted
     moving average of the readings, holding its value over gaps (NaN) and NaN before the first

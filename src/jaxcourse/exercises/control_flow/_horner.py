@@ -1,4 +1,4 @@
-"""Checker for the control-flow chapter's Exercise 1: Horner's rule with fori_loop."""
+"""Checker for the control-flow chapter's exercise on Horner's rule with fori_loop."""
 
 from __future__ import annotations
 
@@ -13,17 +13,6 @@ from ...checks import (
     require_array,
 )
 from .._jaxpr import primitive_names, traced_program
-
-HINTS = {
-    "check_horner": (
-        "The loop carries one thing, the partial result, with the shape of x. Each iteration i "
-        "does what one turn of horner_python's for loop does with c = coeffs[i]; "
-        "jax.lax.fori_loop(0, coeffs.shape[0], body, init) calls body(i, result).",
-        "Start the carry at jnp.zeros_like(x) (a scalar 0.0 changes the carry's shape when x is a "
-        "vector) and let body return result * x + coeffs[i]. Run i over every coefficient, from 0 "
-        "to coeffs.shape[0] excluded: coeffs[0] is the coefficient of the highest power.",
-    ),
-}
 
 _HORNER_CASES = (
     (np.array([2.0, -3.0, 0.5, 1.0], np.float32), np.array([-1.5, 0.0, 0.7, 2.0], np.float32)),
@@ -91,7 +80,16 @@ def _value_hint(actual: np.ndarray, coeffs: np.ndarray, x: np.ndarray) -> str:
     )
 
 
-@exercise_checker("Horner's rule with fori_loop")
+@exercise_checker(
+    hints=(
+        "The loop carries one thing, the partial result, with the shape of x. Each iteration i "
+        "does what one turn of horner_python's for loop does with c = coeffs[i]; "
+        "jax.lax.fori_loop(0, coeffs.shape[0], body, init) calls body(i, result).",
+        "Start the carry at jnp.zeros_like(x) (a scalar 0.0 changes the carry's shape when x is a "
+        "vector) and let body return result * x + coeffs[i]. Run i over every coefficient, from 0 "
+        "to coeffs.shape[0] excluded: coeffs[0] is the coefficient of the highest power.",
+    )
+)
 def check_horner(horner) -> None:
     """`horner(coeffs, x)` evaluates the polynomial `coeffs` (highest degree first) at `x`, with a
     loop (fori_loop), eagerly and under jit."""

@@ -1,4 +1,4 @@
-"""Checker for the control-flow chapter's Exercise 4: Kepler's equation with while_loop, and its
+"""Checker for the control-flow chapter's exercise on Kepler's equation with while_loop, and its
 derivative by the implicit function theorem."""
 
 from __future__ import annotations
@@ -21,22 +21,7 @@ from ...checks import (
 from .._jaxpr import equations, primitive_names, traced_program
 
 TOL, MAX_ITER = 1e-6, 50
-"""The chapter's constants for Exercise 4 (defined in its while_loop section)."""
-
-HINTS = {
-    "check_kepler": (
-        "Two parts. First the solver: copy the chapter's sqrt_newton and change the Newton step "
-        "to f(E) / f'(E) with f(E) = E - e sin E - M, started at E = M, the carry holding "
-        "(E, last step, n_iter). Then the derivative: jax.grad cannot go through a while_loop, "
-        "so wrap the solver in jax.lax.custom_root (the autodiff chapter's implicit "
-        "differentiation section).",
-        "Stop on (jnp.abs(step) > TOL) & (n_iter < MAX_ITER), with the counter starting at 0 and "
-        "one added per step; the update is E - step, not E + step. Give custom_root the function "
-        "f, the guess M, a solver(f, guess) returning (E, n_iter) with has_aux=True, and "
-        "tangent_solve = lambda g, y: y / g(1.0), which divides by f'(E). No finite difference, "
-        "no fixed-length loop differentiated step by step, and no stop_gradient on the result.",
-    ),
-}
+"""Constants of the exercise on Kepler's equation, from the chapter's while_loop section."""
 
 
 def _newton_steps(mean: float, ecc: float) -> tuple[int, float, float]:
@@ -150,7 +135,20 @@ def _kepler_pair(result, how: str):
     return float(anomaly), int(n_iter)
 
 
-@exercise_checker("Kepler's equation with while_loop")
+@exercise_checker(
+    hints=(
+        "Two parts. First the solver: copy the chapter's sqrt_newton and change the Newton step "
+        "to f(E) / f'(E) with f(E) = E - e sin E - M, started at E = M, the carry holding "
+        "(E, last step, n_iter). Then the derivative: jax.grad cannot go through a while_loop, "
+        "so wrap the solver in jax.lax.custom_root (the autodiff chapter's implicit "
+        "differentiation section).",
+        "Stop on (jnp.abs(step) > TOL) & (n_iter < MAX_ITER), with the counter starting at 0 and "
+        "one added per step; the update is E - step, not E + step. Give custom_root the function "
+        "f, the guess M, a solver(f, guess) returning (E, n_iter) with has_aux=True, and "
+        "tangent_solve = lambda g, y: y / g(1.0), which divides by f'(E). No finite difference, "
+        "no fixed-length loop differentiated step by step, and no stop_gradient on the result.",
+    )
+)
 def check_kepler(solve_kepler) -> None:
     """`solve_kepler(M, e)` returns `(E, n_iter)` with E - e sin E = M, stopping when a Newton step
     is below TOL or after MAX_ITER steps; the exact count is checked, eagerly and under jit."""

@@ -1,4 +1,4 @@
-"""Checker for the control-flow chapter's Exercise 3: a differentiable piecewise function."""
+"""Checker for the control-flow chapter's exercise on a differentiable piecewise function."""
 
 from __future__ import annotations
 
@@ -16,19 +16,6 @@ from ...checks import (
     require_array,
 )
 from .._jaxpr import primitive_names, traced_program
-
-HINTS = {
-    "check_soft_ramp": (
-        "Write the three pieces as three functions of x, in the order of the pieces, and compute "
-        "from x an integer index that is 0, 1 or 2; jax.lax.switch(index, [f0, f1, f2], x) runs "
-        "the chosen one only.",
-        "The index counts the thresholds x has passed: 0 below 0, 1 on [0, 1), 2 from 1 on. "
-        "Comparisons such as x >= 0 are bools, and in JAX adding two bools gives a bool, not 2: "
-        "cast them to jnp.int32 first (and no Python int() or if on x, which fails under jit). "
-        "Keep the constant of the last piece, - 3/2, and the 1/2 of the middle one: they make "
-        "the pieces meet at x = 1.",
-    ),
-}
 
 _PIECES = (
     ("x < 0", "0", lambda x: 0.0),
@@ -74,7 +61,18 @@ def _value_hint(x: float, actual: float) -> str:
     )
 
 
-@exercise_checker("a differentiable piecewise function with switch")
+@exercise_checker(
+    hints=(
+        "Write the three pieces as three functions of x, in the order of the pieces, and compute "
+        "from x an integer index that is 0, 1 or 2; jax.lax.switch(index, [f0, f1, f2], x) runs "
+        "the chosen one only.",
+        "The index counts the thresholds x has passed: 0 below 0, 1 on [0, 1), 2 from 1 on. "
+        "Comparisons such as x >= 0 are bools, and in JAX adding two bools gives a bool, not 2: "
+        "cast them to jnp.int32 first (and no Python int() or if on x, which fails under jit). "
+        "Keep the constant of the last piece, - 3/2, and the 1/2 of the middle one: they make "
+        "the pieces meet at x = 1.",
+    )
+)
 def check_soft_ramp(soft_ramp) -> None:
     """`soft_ramp(x)` for a scalar x: 0, then x**2 / 2 on [0, 1), then 2 sqrt(x) - 3/2 from 1 on;
     values eagerly and under jit, gradients under jit, and a cond in the jaxpr."""

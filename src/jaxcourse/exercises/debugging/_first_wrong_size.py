@@ -1,4 +1,5 @@
-"""Checker for the debugging chapter's Exercise 4: the size where jit goes wrong (parity with float64)."""
+"""Checker for the debugging chapter's exercise on the size where jit goes wrong (parity with
+float64)."""
 
 from __future__ import annotations
 
@@ -19,13 +20,6 @@ from ...checks import (
 )
 from ...debugging import compare_with_float64
 from ...jit_parity import log_reduction, sample
-
-HINTS = {
-    "check_first_wrong_size": (
-        "For each n in sizes, in order: x = jit_parity.sample((n,)), then debugging.compare_with_float64(fn, x, rtol=rtol), whose jit_agrees says whether jax.jit(fn)(x) is within rtol of the float64 value.",
-        "Return n at the first size where jit_agrees is False (the size itself, not its position in the list, and not the last size that agreed), None after the loop. Pass rtol on; an eager or float32 reference, or an absolute tolerance, gives other answers.",
-    ),
-}
 
 
 def _wrong_under_jit_from(min_size: int, relative_error: float) -> Callable:
@@ -71,7 +65,12 @@ def _ask_first_wrong_size(first_wrong_size: Callable, fn, sizes: list, *rtol: fl
         ) from None
 
 
-@exercise_checker("Exercise 4 (the size where jit goes wrong)")
+@exercise_checker(
+    hints=(
+        "For each n in sizes, in order: x = jit_parity.sample((n,)), then debugging.compare_with_float64(fn, x, rtol=rtol), whose jit_agrees says whether jax.jit(fn)(x) is within rtol of the float64 value.",
+        "Return n at the first size where jit_agrees is False (the size itself, not its position in the list, and not the last size that agreed), None after the loop. Pass rtol on; an eager or float32 reference, or an absolute tolerance, gives other answers.",
+    )
+)
 def check_first_wrong_size(first_wrong_size: Callable) -> None:
     """Checks `first_wrong_size(fn, sizes, rtol)`: the smallest size whose jitted value is off."""
     sizes = [100, 1_000, 4_096, 8_192]

@@ -1,4 +1,5 @@
-"""Checker for the debugging chapter's Exercise 1: which operation made the NaN? (jax.debug_nans)"""
+"""Checker for the debugging chapter's exercise that finds which operation made a NaN
+(jax.debug_nans)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,6 @@ from ...checks import (
     require,
     require_accepts,
 )
-
-HINTS = {
-    "check_nan_source": (
-        "Let JAX find the NaN: run fn(x) inside `with jax.debug_nans(True):`, which raises a FloatingPointError at the first operation that makes one. The context manager also puts the flag back as it was.",
-        "Catch the FloatingPointError; its message reads 'invalid value (nan) encountered in log': return only that last word (a regular expression such as r'encountered in (\\w+)'), and None when nothing was raised. Not jax.debug_infs, and not jax.config.update, which leaves the flag set to a fixed value.",
-    ),
-}
-
 
 _JAX_RERUN_NOTE = "Calling the de-optimized version"
 
@@ -117,7 +110,12 @@ def _require_flag_kept_on(nan_source: Callable) -> None:
     )
 
 
-@exercise_checker("Exercise 1 (which operation made the NaN?)")
+@exercise_checker(
+    hints=(
+        "Let JAX find the NaN: run fn(x) inside `with jax.debug_nans(True):`, which raises a FloatingPointError at the first operation that makes one. The context manager also puts the flag back as it was.",
+        "Catch the FloatingPointError; its message reads 'invalid value (nan) encountered in log': return only that last word (a regular expression such as r'encountered in (\\w+)'), and None when nothing was raised. Not jax.debug_infs, and not jax.config.update, which leaves the flag set to a fixed value.",
+    )
+)
 def check_nan_source(nan_source: Callable) -> None:
     """Checks `nan_source(fn, x)`: the name of the primitive that made the first NaN, or None."""
     require_accepts(nan_source, jnp.sum, jnp.zeros(2), what="nan_source")

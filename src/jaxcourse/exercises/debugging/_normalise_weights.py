@@ -1,4 +1,4 @@
-"""Checker for the debugging chapter's Exercise 2: weights checked inside jit (checkify)."""
+"""Checker for the debugging chapter's exercise on weights checked inside jit (checkify)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,6 @@ from ...checks import (
     require_array,
 )
 
-HINTS = {
-    "check_normalise_weights": (
-        "checkify.check(condition, message) records an error inside a function that checkify.checkify transforms, even under jit, where Python's if, assert and raise cannot see values.",
-        "Two checks, then the division: checkify.check(jnp.all(w >= 0), ...) (a zero weight is allowed, so >= and not >), checkify.check(jnp.sum(w) > 0, ...) (all zeros must be reported), then return w / jnp.sum(w). Do not clip the weights: report them.",
-    ),
-}
-
-
 _PYTHON_CHECK_HINTS = tuple(
     (
         error_class,
@@ -38,7 +30,12 @@ _PYTHON_CHECK_HINTS = tuple(
 )
 
 
-@exercise_checker("Exercise 2 (weights checked inside jit)")
+@exercise_checker(
+    hints=(
+        "checkify.check(condition, message) records an error inside a function that checkify.checkify transforms, even under jit, where Python's if, assert and raise cannot see values.",
+        "Two checks, then the division: checkify.check(jnp.all(w >= 0), ...) (a zero weight is allowed, so >= and not >), checkify.check(jnp.sum(w) > 0, ...) (all zeros must be reported), then return w / jnp.sum(w). Do not clip the weights: report them.",
+    )
+)
 def check_normalise_weights(normalise_weights: Callable) -> None:
     """Checks `normalise_weights(w)`: w / sum(w), with checkify.check guarding w >= 0 and sum(w) > 0."""
     require_accepts(normalise_weights, jnp.ones(3), what="normalise_weights")

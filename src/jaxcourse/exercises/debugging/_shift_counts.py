@@ -1,4 +1,4 @@
-"""Checker for the debugging chapter's Exercise 3: counts that overflow (weak types)."""
+"""Checker for the debugging chapter's exercise on counts that overflow (weak types)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,13 @@ from ...checks import (
     require_array,
 )
 
-HINTS = {
-    "check_shift_counts": (
+
+@exercise_checker(
+    hints=(
         "Try the naive counts + shift on uint8 counts [200, 255] and shift 300: a Python int is weakly typed and takes the array's dtype. Which dtype must the sum be computed in?",
         "Cast before adding, not after: counts.astype(jnp.int32) + shift. Casting the result converts values that have already wrapped around; float32, int16 or uint32 are not the int32 asked for (uint32 also wraps a negative shift).",
-    ),
-}
-
-
-@exercise_checker("Exercise 3 (counts that overflow)")
+    )
+)
 def check_shift_counts(shift_counts: Callable) -> None:
     """Checks `shift_counts(counts, shift)`: counts + shift as int32, for small-integer counts."""
     cases: list[tuple[np.ndarray, int]] = [

@@ -1,5 +1,6 @@
-"""Exercise 4 (the cheapest dtype that meets a tolerance): `cheapest_dtype(a, b, rtol)` returns
-the first of `CANDIDATES` whose `matmul_in` meets `rtol`, or None."""
+"""Checker of the export and precision chapter's exercise on the cheapest dtype that meets a
+tolerance: `cheapest_dtype(a, b, rtol)` returns the first of `CANDIDATES` whose `matmul_in` meets
+`rtol`, or None."""
 
 from __future__ import annotations
 
@@ -8,16 +9,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...checks import call_answer, exercise_checker, require
-
-HINTS = {
-    "check_cheapest_dtype": (
-        "Compute the exact product once, in float64 NumPy; then try the CANDIDATES in order and "
-        "return the first whose matmul_in(a, b, dtype) is within rtol of it.",
-        "The error is relative to the largest entry: max|c - exact| <= rtol * max|exact|. An inf "
-        "(float16 overflows above 65504) never meets it, and None is the answer when even "
-        "float32 does not.",
-    ),
-}
 
 CANDIDATES = (jnp.bfloat16, jnp.float16, jnp.float32)
 """The dtypes to try, cheapest first (2, 2 and 4 bytes; bfloat16 before float16 by convention)."""
@@ -61,7 +52,15 @@ def _name(dtype) -> str:
     return "None" if dtype is None else jnp.dtype(dtype).name
 
 
-@exercise_checker("Exercise 4 (the cheapest dtype that meets a tolerance)")
+@exercise_checker(
+    hints=(
+        "Compute the exact product once, in float64 NumPy; then try the CANDIDATES in order and "
+        "return the first whose matmul_in(a, b, dtype) is within rtol of it.",
+        "The error is relative to the largest entry: max|c - exact| <= rtol * max|exact|. An inf "
+        "(float16 overflows above 65504) never meets it, and None is the answer when even "
+        "float32 does not.",
+    )
+)
 def check_cheapest_dtype(cheapest_dtype) -> None:
     """Four cases whose answers are bfloat16, float16, float32 and None; each checked by the
     property: the answer meets rtol and every cheaper candidate does not."""

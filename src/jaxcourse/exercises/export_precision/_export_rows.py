@@ -1,5 +1,6 @@
-"""Exercise 1 (one export for every batch size): `export_rows(f, n_features)` returns the
-serialized bytes of `jax.jit(f)` exported for float32 inputs `(b, n_features)`, `b` symbolic."""
+"""Checker of the export and precision chapter's exercise on one export for every batch size:
+`export_rows(f, n_features)` returns the serialized bytes of `jax.jit(f)` exported for float32
+inputs `(b, n_features)`, `b` symbolic."""
 
 from __future__ import annotations
 
@@ -9,16 +10,6 @@ import numpy as np
 from jax import export
 
 from ...checks import CheckFailed, call_answer, close, exercise_checker, require
-
-HINTS = {
-    "check_export_rows": (
-        "Three steps: a symbolic batch size, jax.export.symbolic_shape('b'); a spec of the input, "
-        "jax.ShapeDtypeStruct((b, n_features), jnp.float32); then "
-        "jax.export.export(jax.jit(f))(spec).serialize().",
-        "symbolic_shape returns a tuple even for one name: unpack it, (b,) = symbolic_shape('b'). "
-        "Return the bytes of .serialize(), not the Exported object, and export f itself.",
-    ),
-}
 
 CASES = (
     (lambda x: jnp.sum(x * x, axis=1), 3),
@@ -86,7 +77,15 @@ def _check_one(export_rows, f, n_features: int) -> None:
         )
 
 
-@exercise_checker("Exercise 1 (one export for every batch size)")
+@exercise_checker(
+    hints=(
+        "Three steps: a symbolic batch size, jax.export.symbolic_shape('b'); a spec of the input, "
+        "jax.ShapeDtypeStruct((b, n_features), jnp.float32); then "
+        "jax.export.export(jax.jit(f))(spec).serialize().",
+        "symbolic_shape returns a tuple even for one name: unpack it, (b,) = symbolic_shape('b'). "
+        "Return the bytes of .serialize(), not the Exported object, and export f itself.",
+    )
+)
 def check_export_rows(export_rows) -> None:
     """Exports two functions with 3 and 5 features, loads each from its bytes and calls it at
     two batch sizes."""

@@ -1,5 +1,6 @@
-"""Exercise 3 (a mixed-precision step): `mixed_step(params, x, y, lr)` computes the loss and its
-gradient in bfloat16 and updates float32 parameters in float32."""
+"""Checker of the export and precision chapter's exercise on a mixed-precision step:
+`mixed_step(params, x, y, lr)` computes the loss and its gradient in bfloat16 and updates float32
+parameters in float32."""
 
 from __future__ import annotations
 
@@ -8,16 +9,6 @@ import numpy as np
 
 from ...checks import CheckFailed, call_eager_and_jitted, close, exercise_checker, require
 from .._jaxpr import equations, traced_program
-
-HINTS = {
-    "check_mixed_step": (
-        "Inside the loss, cast: w16 = params['w'].astype(jnp.bfloat16), the same for b and x, "
-        "then take jax.grad of that loss with respect to the float32 params.",
-        "The gradient of a cast is a cast back, so jax.grad returns float32 gradients for float32 "
-        "params; update in float32, params - lr * grads (jax.tree.map), and never cast the "
-        "updated parameters to bfloat16.",
-    ),
-}
 
 
 def loss_f64(w, b, x, y) -> float:
@@ -96,7 +87,15 @@ def _check_case(mixed_step, params, x, y, learning_rate: float) -> None:
         )
 
 
-@exercise_checker("Exercise 3 (a mixed-precision step)")
+@exercise_checker(
+    hints=(
+        "Inside the loss, cast: w16 = params['w'].astype(jnp.bfloat16), the same for b and x, "
+        "then take jax.grad of that loss with respect to the float32 params.",
+        "The gradient of a cast is a cast back, so jax.grad returns float32 gradients for float32 "
+        "params; update in float32, params - lr * grads (jax.tree.map), and never cast the "
+        "updated parameters to bfloat16.",
+    )
+)
 def check_mixed_step(mixed_step) -> None:
     """Two sizes, eagerly and under jit; float32 parameters out; a step smaller than bfloat16's
     resolution at the parameters must survive; and the jaxpr has a bfloat16 matrix product."""

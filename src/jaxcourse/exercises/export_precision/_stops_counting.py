@@ -1,5 +1,6 @@
-"""Exercise 2 (where counting stops): `stops_counting(dtype)` returns the smallest whole
-number N for which N + 1 == N when computed in `dtype`."""
+"""Checker of the export and precision chapter's exercise on where counting stops:
+`stops_counting(dtype)` returns the smallest whole number N for which N + 1 == N when computed in
+`dtype`."""
 
 from __future__ import annotations
 
@@ -7,16 +8,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...checks import call_answer, exercise_checker, require
-
-HINTS = {
-    "check_stops_counting": (
-        "Start from x = jnp.asarray(1, dtype) and keep doubling while x + 1 != x; compute in "
-        "dtype, so that the rounding is dtype's.",
-        "Between 2^k and 2^(k+1) a float with m mantissa bits has steps of 2^(k-m): adding 1 "
-        "stops changing x once the step is 2, and round-to-even sends N + 1 back to N. Return "
-        "int(x), and do not hard-code one dtype's answer.",
-    ),
-}
 
 DTYPES = (jnp.float32, jnp.float16, jnp.bfloat16)
 
@@ -35,7 +26,15 @@ def _expected(dtype) -> int:
     return n
 
 
-@exercise_checker("Exercise 2 (where counting stops)")
+@exercise_checker(
+    hints=(
+        "Start from x = jnp.asarray(1, dtype) and keep doubling while x + 1 != x; compute in "
+        "dtype, so that the rounding is dtype's.",
+        "Between 2^k and 2^(k+1) a float with m mantissa bits has steps of 2^(k-m): adding 1 "
+        "stops changing x once the step is 2, and round-to-even sends N + 1 back to N. Return "
+        "int(x), and do not hard-code one dtype's answer.",
+    )
+)
 def check_stops_counting(stops_counting) -> None:
     """Asks for float32, float16 and bfloat16 and checks each answer by the property."""
     answers: dict[str, float] = {}

@@ -1,4 +1,4 @@
-"""Exercise 5 of the jit chapter: check jit against float64."""
+"""Checker of the jit chapter's exercise on checking jit against float64."""
 
 from __future__ import annotations
 
@@ -12,19 +12,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...checks import CheckFailed, call_answer, exercise_checker, require, require_callable
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_agrees_with_float64": (
-        "Compute two numbers, the jitted value on x as given and a float64 reference, and "
-        "compare their difference with rtol times the reference's magnitude; return a bool.",
-        "The reference: `with jax.enable_x64(True): reference = float(fn(np.asarray(x, "
-        "np.float64)))`, which restores the x64 switch afterwards. The traps: comparing eager "
-        "fn(x) instead of jax.jit(fn)(x), a float32 reference (it shares float32's rounding), "
-        "an absolute tolerance, a fixed 1e-4 instead of rtol, and jax.config.update, which "
-        "leaves the switch changed.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
 
 @functools.cache  # one function per error, so that a learner's jax.jit(fn) reuses its cache
@@ -67,7 +54,17 @@ TRUNCATION_NOTE = (
 )
 
 
-@exercise_checker("Exercise 5 (check jit against float64)")
+@exercise_checker(
+    hints=(
+        "Compute two numbers, the jitted value on x as given and a float64 reference, and "
+        "compare their difference with rtol times the reference's magnitude; return a bool.",
+        "The reference: `with jax.enable_x64(True): reference = float(fn(np.asarray(x, "
+        "np.float64)))`, which restores the x64 switch afterwards. The traps: comparing eager "
+        "fn(x) instead of jax.jit(fn)(x), a float32 reference (it shares float32's rounding), "
+        "an absolute tolerance, a fixed 1e-4 instead of rtol, and jax.config.update, which "
+        "leaves the switch changed.",
+    )
+)
 def check_agrees_with_float64(agrees_with_float64: Callable) -> str:
     """Checks `agrees_with_float64(fn, x, rtol)`: jit(fn)(x) within rtol * |float64 value| of it.
     A float64 value used after the `enable_x64` block makes JAX warn: the verdict says so (a

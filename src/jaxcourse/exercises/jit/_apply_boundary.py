@@ -1,4 +1,4 @@
-"""Exercise 1 of the jit chapter: from in-place updates to `.at[]`."""
+"""Checker of the jit chapter's exercise on going from in-place updates to `.at[]`."""
 
 from __future__ import annotations
 
@@ -9,21 +9,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require, require_array, require_callable
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_apply_boundary": (
-        "Start from the NumPy version line by line: each in-place assignment becomes an "
-        "`.at[...]` update that returns a new array (`u.at[i].set(v)`, "
-        "`u.at[a:b].multiply(c)`), and only jax.numpy functions work under jax.jit, where u is "
-        "a tracer.",
-        "Three updates, chained, each on the array the previous one returned: the two ends with"
-        " .set, the interior slice u[1:-1] with .multiply. The traps: calling .at[...] without "
-        "keeping what it returns, halving the whole array instead of the interior, swapping "
-        "left and right, an integer result, and converting u to NumPy (fine eagerly, impossible"
-        " under jit).",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
 
 def _apply_boundary_reference(u: np.ndarray, left: float, right: float) -> np.ndarray:
@@ -62,7 +47,19 @@ def _apply_boundary_cases() -> list[tuple[np.ndarray, float, float]]:
     ]
 
 
-@exercise_checker("Exercise 1 (in-place updates with .at[])")
+@exercise_checker(
+    hints=(
+        "Start from the NumPy version line by line: each in-place assignment becomes an "
+        "`.at[...]` update that returns a new array (`u.at[i].set(v)`, "
+        "`u.at[a:b].multiply(c)`), and only jax.numpy functions work under jax.jit, where u is "
+        "a tracer.",
+        "Three updates, chained, each on the array the previous one returned: the two ends with"
+        " .set, the interior slice u[1:-1] with .multiply. The traps: calling .at[...] without "
+        "keeping what it returns, halving the whole array instead of the interior, swapping "
+        "left and right, an integer result, and converting u to NumPy (fine eagerly, impossible"
+        " under jit).",
+    )
+)
 def check_apply_boundary(apply_boundary: Callable) -> None:
     """Checks `apply_boundary(u, left, right)`, eagerly and under jit, against the NumPy version."""
     require_callable(apply_boundary, "apply_boundary")

@@ -1,4 +1,4 @@
-"""Exercise 4 of the jit chapter: serve a fixed set of shapes, compiled ahead of time."""
+"""Checker of the jit chapter's exercise on serving a fixed set of shapes, compiled ahead of time."""
 
 from __future__ import annotations
 
@@ -11,21 +11,6 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require, require_callable, shorten
 from ...tracecount import count_compilations
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_precompile": (
-        "Ahead-of-time compilation needs only a shape and a dtype: jax.ShapeDtypeStruct(shape, "
-        "dtype) stands for an array without data, and jax.jit(fn).lower(...).compile() turns it"
-        " into an executable.",
-        "Build a dict inside precompile, {(tuple(shape), jnp.dtype(dtype)): executable}, and "
-        "let serve look up (x.shape, x.dtype), raising ValueError with the shape and dtype in "
-        "the message when the key is missing. The traps: warming up on zeros (runs fn), a fixed"
-        " float32, calling jax.jit(fn) in serve, and one dict shared by every call of "
-        "precompile.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
-
 
 SERVED_SHAPES = ((4,), (8,), (2, 3))
 """The shapes the checker asks `precompile` to serve."""
@@ -74,7 +59,18 @@ def _require_value_error(serve: Callable, x: jax.Array, name: str, fix: str) -> 
     )
 
 
-@exercise_checker("Exercise 4 (serve a fixed set of shapes, compiled ahead of time)")
+@exercise_checker(
+    hints=(
+        "Ahead-of-time compilation needs only a shape and a dtype: jax.ShapeDtypeStruct(shape, "
+        "dtype) stands for an array without data, and jax.jit(fn).lower(...).compile() turns it"
+        " into an executable.",
+        "Build a dict inside precompile, {(tuple(shape), jnp.dtype(dtype)): executable}, and "
+        "let serve look up (x.shape, x.dtype), raising ValueError with the shape and dtype in "
+        "the message when the key is missing. The traps: warming up on zeros (runs fn), a fixed"
+        " float32, calling jax.jit(fn) in serve, and one dict shared by every call of "
+        "precompile.",
+    )
+)
 def check_precompile(precompile: Callable) -> None:
     """Checks `precompile(fn, shapes, dtype)` -> `serve`: every shape traced and compiled once,
     before any data exists and without running `fn`; `serve(x)` runs the matching executable

@@ -1,4 +1,4 @@
-"""Exercise 3 of the jit chapter: stop recompiling."""
+"""Checker of the jit chapter's exercise on stopping recompilation."""
 
 from __future__ import annotations
 
@@ -10,20 +10,6 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require, require_array, require_callable
 from ...tracecount import count_compilations
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_shrink_path": (
-        "The jit cache belongs to a function object, and its key holds the arguments' shapes "
-        "and dtypes, not their values: what makes the original compile once per threshold, and "
-        "what stays the same from one threshold to the next?",
-        "Create `jax.jit(soft_threshold)` once, outside shrink_path, and call it with the "
-        "threshold as an ordinary argument (a Python float is traced, so its value is not in "
-        "the key). The traps: partial or lambda per threshold, static_argnames='threshold', and"
-        " jax.jit(...) written inside shrink_path, which makes a new function with an empty "
-        "cache at every call.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
 
 def _soft_threshold_reference(x: np.ndarray, threshold: float) -> np.ndarray:
@@ -42,7 +28,18 @@ def _stack(result, n_thresholds: int):
     return result
 
 
-@exercise_checker("Exercise 3 (stop recompiling)")
+@exercise_checker(
+    hints=(
+        "The jit cache belongs to a function object, and its key holds the arguments' shapes "
+        "and dtypes, not their values: what makes the original compile once per threshold, and "
+        "what stays the same from one threshold to the next?",
+        "Create `jax.jit(soft_threshold)` once, outside shrink_path, and call it with the "
+        "threshold as an ordinary argument (a Python float is traced, so its value is not in "
+        "the key). The traps: partial or lambda per threshold, static_argnames='threshold', and"
+        " jax.jit(...) written inside shrink_path, which makes a new function with an empty "
+        "cache at every call.",
+    )
+)
 def check_shrink_path(shrink_path: Callable) -> None:
     """Checks `shrink_path(x, thresholds)`: correct values, and no compilation for new thresholds."""
     require_callable(shrink_path, "shrink_path")

@@ -1,4 +1,4 @@
-"""Exercise 2 of the jit chapter: a timing that blocks."""
+"""Checker of the jit chapter's exercise on a timing that blocks."""
 
 from __future__ import annotations
 
@@ -17,20 +17,6 @@ from ...checks import (
     require,
     require_callable,
 )
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_time_blocked": (
-        "JAX returns from a call before the result is computed (asynchronous dispatch): a "
-        "timing must wait for the result before reading the clock, and must leave the first "
-        "call, which compiles, out of the timed region.",
-        "Call fn(x) once and wait for it with jax.block_until_ready(...); then read "
-        "time.perf_counter(), call fn(x) once more inside jax.block_until_ready(...), read the "
-        "clock again and return the difference in seconds. The traps: not blocking the warm-up,"
-        " timing two calls, milliseconds, and time.process_time(), which does not count "
-        "waiting.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
 
 class _PendingResult:
@@ -106,7 +92,18 @@ def _simulated_costs() -> list[tuple[float, float]]:
     return [(costs["compile_s"], costs["run_s"]) for costs in (short, long)]
 
 
-@exercise_checker("Exercise 2 (a timing that blocks)")
+@exercise_checker(
+    hints=(
+        "JAX returns from a call before the result is computed (asynchronous dispatch): a "
+        "timing must wait for the result before reading the clock, and must leave the first "
+        "call, which compiles, out of the timed region.",
+        "Call fn(x) once and wait for it with jax.block_until_ready(...); then read "
+        "time.perf_counter(), call fn(x) once more inside jax.block_until_ready(...), read the "
+        "clock again and return the difference in seconds. The traps: not blocking the warm-up,"
+        " timing two calls, milliseconds, and time.process_time(), which does not count "
+        "waiting.",
+    )
+)
 def check_time_blocked(time_blocked: Callable) -> None:
     """Checks `time_blocked(fn, x)`: seconds of one call after a warm-up, waiting for the result.
 

@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 6: an output that aliases its input."""
+"""Checker for the Pallas chapter's exercise on an output that aliases its input."""
 
 from __future__ import annotations
 
@@ -15,15 +15,6 @@ from ._common import (
 
 LENGTHS = (1024, 1000, 7)
 
-HINTS = {
-    "check_add_in_place": (
-        "The kernel is the vector add of Exercise 1; what is new is one argument of "
-        "pl.pallas_call, input_output_aliases, a dict from input index to output index.",
-        "input_output_aliases={0: 0}: output 0 is written into input 0's buffer (x's, not "
-        "y's). Under jax.jit with donate_argnums=0 the output then takes no memory of its own.",
-    ),
-}
-
 
 def _aliased_bytes(add_in_place, x, y) -> int:
     """The bytes that `jax.jit(add_in_place, donate_argnums=0)`, compiled, aliases."""
@@ -35,7 +26,14 @@ def _aliased_bytes(add_in_place, x, y) -> int:
     return call_answer(compiled_aliases, x, y, what="add_in_place, compiled", hints=CALL_HINTS)
 
 
-@exercise_checker("Exercise 6 (an output that aliases its input)")
+@exercise_checker(
+    hints=(
+        "The kernel is the vector add of Exercise 1; what is new is one argument of "
+        "pl.pallas_call, input_output_aliases, a dict from input index to output index.",
+        "input_output_aliases={0: 0}: output 0 is written into input 0's buffer (x's, not "
+        "y's). Under jax.jit with donate_argnums=0 the output then takes no memory of its own.",
+    )
+)
 def check_add_in_place(add_in_place) -> None:
     require_callable(add_in_place, "add_in_place")
     for seed, n in enumerate(LENGTHS):

@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 1: a vector add on a grid."""
+"""Checker for the Pallas chapter's exercise on a vector add on a grid."""
 
 from __future__ import annotations
 
@@ -18,16 +18,6 @@ from ._common import (
     the_call,
 )
 
-HINTS = {
-    "check_add_vectors": (
-        "The kernel gets three refs, x_ref, y_ref and out_ref, and writes "
-        "out_ref[...] = x_ref[...] + y_ref[...]; pl.pallas_call runs it once per block.",
-        "grid=(pl.cdiv(n, 128),) and pl.BlockSpec((128,), index_map) for the two inputs and the "
-        "output; the index map takes the program index i and returns the block index (i,), not "
-        "the element offset. Pass interpret=interpret_mode().",
-    ),
-}
-
 
 def require_vector_layout(answer, x, y, what: str) -> CallLayout:
     """The layout of `answer(x, y)`'s pallas_call, failing unless it runs one program per block
@@ -45,7 +35,15 @@ def require_vector_layout(answer, x, y, what: str) -> CallLayout:
     return layout
 
 
-@exercise_checker("Exercise 1 (a vector add on a grid)")
+@exercise_checker(
+    hints=(
+        "The kernel gets three refs, x_ref, y_ref and out_ref, and writes "
+        "out_ref[...] = x_ref[...] + y_ref[...]; pl.pallas_call runs it once per block.",
+        "grid=(pl.cdiv(n, 128),) and pl.BlockSpec((128,), index_map) for the two inputs and the "
+        "output; the index map takes the program index i and returns the block index (i,), not "
+        "the element offset. Pass interpret=interpret_mode().",
+    )
+)
 def check_add_vectors(add_vectors) -> None:
     require_callable(add_vectors, "add_vectors")
     for seed, n in enumerate(VECTOR_LENGTHS):

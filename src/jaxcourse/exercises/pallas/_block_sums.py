@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 4: a masked edge block."""
+"""Checker for the Pallas chapter's exercise on a masked edge block."""
 
 from __future__ import annotations
 
@@ -18,16 +18,6 @@ from ._common import (
     the_call,
 )
 
-HINTS = {
-    "check_block_sums": (
-        "One program per block of 128 entries writes one sum: grid=(pl.cdiv(n, 128),), input "
-        "blocks (128,), output blocks (1,), both index maps lambda i: (i,).",
-        "The last block reaches past the end of x and reads padding (NaN in interpret mode). "
-        "Build each entry's index in x, pl.program_id(0) * 128 + "
-        "jax.lax.broadcasted_iota(jnp.int32, (128,), 0), and sum jnp.where(index < n, block, 0.0).",
-    ),
-}
-
 MASK_HINT = (
     "The last block reaches past the end of x, and its padding is NaN in interpret mode "
     "(garbage on hardware). Mask it: each entry's index in x is pl.program_id(0) * 128 + "
@@ -43,7 +33,15 @@ def _reference(x: np.ndarray) -> np.ndarray:
     return padded.reshape(-1, VECTOR_BLOCK).sum(axis=1)
 
 
-@exercise_checker("Exercise 4 (a masked edge block)")
+@exercise_checker(
+    hints=(
+        "One program per block of 128 entries writes one sum: grid=(pl.cdiv(n, 128),), input "
+        "blocks (128,), output blocks (1,), both index maps lambda i: (i,).",
+        "The last block reaches past the end of x and reads padding (NaN in interpret mode). "
+        "Build each entry's index in x, pl.program_id(0) * 128 + "
+        "jax.lax.broadcasted_iota(jnp.int32, (128,), 0), and sum jnp.where(index < n, block, 0.0).",
+    )
+)
 def check_block_sums(block_sums) -> None:
     require_callable(block_sums, "block_sums")
     for seed, n in enumerate(VECTOR_LENGTHS):

@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 5: a fused exp and column sum."""
+"""Checker for the Pallas chapter's exercise on a fused exp and column sum."""
 
 from __future__ import annotations
 
@@ -21,15 +21,6 @@ BLOCK = (32, 128)
 SHAPES = ((96, 256), (45, 140), (7, 5), (100, 128))
 """The first divides the block, so a NaN there cannot come from the edge."""
 
-HINTS = {
-    "check_exp_column_sums": (
-        "Grid (column blocks, row blocks): program (j, i) reads block (i, j) of x and adds the "
-        "column sums of its exp to output block j, which stays the same for every i.",
-        "Zero out_ref under @pl.when(pl.program_id(1) == 0); mask the rows past the edge with "
-        "rows = i * 32 + jax.lax.broadcasted_iota(jnp.int32, (32, 128), 0) and "
-        "jnp.where(rows < n, jnp.exp(block), 0.0) before summing over axis 0.",
-    ),
-}
 
 INIT_HINT = (
     "The output block starts uninitialised (NaN in interpret mode, garbage on hardware), and "
@@ -51,7 +42,15 @@ def _diagnose(got: np.ndarray, x) -> None:
     )
 
 
-@exercise_checker("Exercise 5 (a fused exp and column sum)")
+@exercise_checker(
+    hints=(
+        "Grid (column blocks, row blocks): program (j, i) reads block (i, j) of x and adds the "
+        "column sums of its exp to output block j, which stays the same for every i.",
+        "Zero out_ref under @pl.when(pl.program_id(1) == 0); mask the rows past the edge with "
+        "rows = i * 32 + jax.lax.broadcasted_iota(jnp.int32, (32, 128), 0) and "
+        "jnp.where(rows < n, jnp.exp(block), 0.0) before summing over axis 0.",
+    )
+)
 def check_exp_column_sums(exp_column_sums) -> None:
     require_callable(exp_column_sums, "exp_column_sums")
     for seed, shape in enumerate(SHAPES):

@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 3: a tiled matrix product with an accumulator."""
+"""Checker for the Pallas chapter's exercise on a tiled matrix product with an accumulator."""
 
 from __future__ import annotations
 
@@ -20,18 +20,6 @@ BLOCK = 32
 CASES = (((64, 96), (96, 64)), ((50, 64), (64, 40)), ((32, 32), (32, 70)))
 """(x's shape, y's shape): k is a multiple of 32, m and n not always."""
 
-HINTS = {
-    "check_matmul": (
-        "Three grid axes: the output's row block i, its column block j, and the reduction "
-        "block kk last. Program (i, j, kk) reads block (i, kk) of x and (kk, j) of y and adds "
-        "their product to a (32, 32) accumulator.",
-        "scratch_shapes=[pltpu.VMEM((32, 32), jnp.float32)] gives the kernel a fourth ref, "
-        "acc_ref; under @pl.when(pl.program_id(2) == 0) zero it, add x_ref[...] @ y_ref[...] at "
-        "every step, and under @pl.when(pl.program_id(2) == pl.num_programs(2) - 1) copy it to "
-        "out_ref. The output's index map ignores kk.",
-    ),
-}
-
 
 def _diagnose(got: np.ndarray, x, y) -> None:
     require(
@@ -48,7 +36,17 @@ def _diagnose(got: np.ndarray, x, y) -> None:
     )
 
 
-@exercise_checker("Exercise 3 (a tiled matrix product)")
+@exercise_checker(
+    hints=(
+        "Three grid axes: the output's row block i, its column block j, and the reduction "
+        "block kk last. Program (i, j, kk) reads block (i, kk) of x and (kk, j) of y and adds "
+        "their product to a (32, 32) accumulator.",
+        "scratch_shapes=[pltpu.VMEM((32, 32), jnp.float32)] gives the kernel a fourth ref, "
+        "acc_ref; under @pl.when(pl.program_id(2) == 0) zero it, add x_ref[...] @ y_ref[...] at "
+        "every step, and under @pl.when(pl.program_id(2) == pl.num_programs(2) - 1) copy it to "
+        "out_ref. The output's index map ignores kk.",
+    )
+)
 def check_matmul(matmul) -> None:
     require_callable(matmul, "matmul")
     for seed, (x_shape, y_shape) in enumerate(CASES):

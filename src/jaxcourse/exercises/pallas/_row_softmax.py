@@ -1,4 +1,4 @@
-"""Checker for the Pallas chapter's Exercise 2: a row-wise softmax, one block per row."""
+"""Checker for the Pallas chapter's exercise on a row-wise softmax, one block per row."""
 
 from __future__ import annotations
 
@@ -25,16 +25,6 @@ CASES = (
 """(words, shape, scale, shift): the last overflows exp in float32 unless the row's max is
 subtracted first."""
 
-HINTS = {
-    "check_row_softmax": (
-        "One program per row: grid=(m,), and a BlockSpec((1, n), lambda i: (i, 0)) for the "
-        "input and the output, so that the kernel sees the whole row as a (1, n) block.",
-        "In the kernel, subtract the row's max before exp (exp(100) overflows float32), then "
-        "divide by the sum; reduce over axis=1 with keepdims=True, the axis of the row inside "
-        "the (1, n) block.",
-    ),
-}
-
 
 def _diagnose(got: np.ndarray, x) -> None:
     require(
@@ -49,7 +39,15 @@ def _diagnose(got: np.ndarray, x) -> None:
     )
 
 
-@exercise_checker("Exercise 2 (a row-wise softmax, one block per row)")
+@exercise_checker(
+    hints=(
+        "One program per row: grid=(m,), and a BlockSpec((1, n), lambda i: (i, 0)) for the "
+        "input and the output, so that the kernel sees the whole row as a (1, n) block.",
+        "In the kernel, subtract the row's max before exp (exp(100) overflows float32), then "
+        "divide by the sum; reduce over axis=1 with keepdims=True, the axis of the row inside "
+        "the (1, n) block.",
+    )
+)
 def check_row_softmax(row_softmax) -> None:
     require_callable(row_softmax, "row_softmax")
     for seed, (shapes, shape, scale, shift) in enumerate(CASES):

@@ -12,31 +12,6 @@ from ...pln.constants import OAKS100_SHAPE
 from ...roofline import cost_of
 from .._jaxpr import equations, traced_program
 
-HINTS = {
-    "check_sums_through_memory": (
-        "XLA fuses an elementwise product into the reduction that reads it, unless the "
-        "reader is an instruction of its own such as a dot: a weighted sum over the rows "
-        "is a product of w with a matrix.",
-        "w @ (a * b) sums the weighted rows of a * b through a dot, which makes XLA write "
-        "a * b first; a plain reduction over the rows (axis 0) of the weighted product does "
-        "not. One number per column, for any number of rows.",
-    ),
-    "check_sums_in_one_loop": (
-        "Write the weighted sum as a plain reduction of an elementwise product, and let XLA "
-        "fuse the multiplications into it.",
-        "Multiply every row of a * b by its weight (w[:, None] broadcasts over the columns) "
-        "and sum over axis 0: one sum per column, and no dot (w @ ..., a matmul) whose "
-        "operand XLA must write first.",
-    ),
-    "check_bytes_saved": (
-        "Count what the first form does that the second does not: the product a * b, n * p "
-        "entries of itemsize bytes each, goes to memory and comes back.",
-        "It is written once and read once: 2 * n * p * itemsize. Reading a and b is common "
-        "to both forms and cancels; count bytes (times itemsize), not entries.",
-    ),
-}
-
-
 FUSION_SHAPE = OAKS100_SHAPE
 """The size at which the column-sums checker asks XLA what it writes: oaks stacked 100 times."""
 
@@ -270,7 +245,16 @@ def _require_saving(bytes_saved) -> None:
         )
 
 
-@exercise_checker("column sums that write the product to memory")
+@exercise_checker(
+    hints=(
+        "XLA fuses an elementwise product into the reduction that reads it, unless the "
+        "reader is an instruction of its own such as a dot: a weighted sum over the rows "
+        "is a product of w with a matrix.",
+        "w @ (a * b) sums the weighted rows of a * b through a dot, which makes XLA write "
+        "a * b first; a plain reduction over the rows (axis 0) of the weighted product does "
+        "not. One number per column, for any number of rows.",
+    )
+)
 def check_sums_through_memory(sums_through_memory):
     """`sums_through_memory(a, b, w)`: the column sums of `w[:, None] * a * b`, eagerly and
     under jit, compiled so that XLA writes `a * b` to memory before it sums."""
@@ -282,7 +266,15 @@ def check_sums_through_memory(sums_through_memory):
     _require_writes_the_product(sums_through_memory)
 
 
-@exercise_checker("column sums in one loop")
+@exercise_checker(
+    hints=(
+        "Write the weighted sum as a plain reduction of an elementwise product, and let XLA "
+        "fuse the multiplications into it.",
+        "Multiply every row of a * b by its weight (w[:, None] broadcasts over the columns) "
+        "and sum over axis 0: one sum per column, and no dot (w @ ..., a matmul) whose "
+        "operand XLA must write first.",
+    )
+)
 def check_sums_in_one_loop(sums_in_one_loop):
     """`sums_in_one_loop(a, b, w)`: the column sums of `w[:, None] * a * b`, eagerly and under
     jit, compiled so that XLA writes no array as large as `a * b` to memory."""
@@ -294,7 +286,14 @@ def check_sums_in_one_loop(sums_in_one_loop):
     _require_one_loop(sums_in_one_loop)
 
 
-@exercise_checker("the bytes a fused sum saves")
+@exercise_checker(
+    hints=(
+        "Count what the first form does that the second does not: the product a * b, n * p "
+        "entries of itemsize bytes each, goes to memory and comes back.",
+        "It is written once and read once: 2 * n * p * itemsize. Reading a and b is common "
+        "to both forms and cancels; count bytes (times itemsize), not entries.",
+    )
+)
 def check_bytes_saved(bytes_saved):
     """`bytes_saved(n, p, itemsize)`: the memory traffic the fused column sums of `a * b` save
     over the form that writes `a * b`, checked against the two compiled programs' `cost_analysis`."""

@@ -9,17 +9,6 @@ import numpy as np
 from ...checks import call_answer, close, exercise_checker, require
 from .._jaxpr import primitive_names, traced_program
 
-HINTS = {
-    "check_latent_mean_gradient": (
-        "Compute B-hat and Sigma-hat with pln.closed_form_params(data, variational) at the "
-        "point you are given, then write the formula Y - A - (M - X B) Omega term by term, "
-        "without jax.grad.",
-        "A = exp(O + M + S**2 / 2) keeps the variance term; Omega is the INVERSE of Sigma "
-        "(cho_solve with the Cholesky factor and an identity); the prior term is "
-        "subtracted. Never evaluate the ELBO itself: the formula does not need it.",
-    ),
-}
-
 
 def _small_problem(seed: int = 3, n: int = 25, p: int = 4, n_covariates: int = 2):
     from ...pln import Variational, init_variational, simulate
@@ -108,7 +97,16 @@ def _require_hand_gradient(got, data, variational, how: str) -> None:
     )
 
 
-@exercise_checker("the analytic gradient in M")
+@exercise_checker(
+    hints=(
+        "Compute B-hat and Sigma-hat with pln.closed_form_params(data, variational) at the "
+        "point you are given, then write the formula Y - A - (M - X B) Omega term by term, "
+        "without jax.grad.",
+        "A = exp(O + M + S**2 / 2) keeps the variance term; Omega is the INVERSE of Sigma "
+        "(cho_solve with the Cholesky factor and an identity); the prior term is "
+        "subtracted. Never evaluate the ELBO itself: the formula does not need it.",
+    )
+)
 def check_latent_mean_gradient(latent_mean_gradient):
     """`latent_mean_gradient(data, variational)` must equal dJ/dM of the profiled ELBO on two
     problems, eagerly and under jit, computed from the formula, not by autodiff."""

@@ -8,18 +8,16 @@ import numpy as np
 
 from ...checks import call_answer, exercise_checker, require
 
-HINTS = {
-    "check_momentum_update": (
+
+@exercise_checker(
+    hints=(
         "The update is momentum * velocity - grad / curvature, with the momentum replaced "
         "by 0 when the last update points uphill; use jnp.where so that it runs under jit.",
         "The restart test is ONE number for the whole vector, jnp.sum(grad * velocity) > 0 "
         "(strict: a sum of exactly 0 keeps the momentum), not a test entry by entry; the "
         "Newton step is -grad / curvature, against the gradient.",
-    ),
-}
-
-
-@exercise_checker("a Newton step with momentum and restart")
+    )
+)
 def check_momentum_update(momentum_update):
     """`momentum_update(grad, curvature, velocity, momentum) -> new velocity` must follow
     `optim.newton_momentum` with learning rate 1, for minimising a loss."""

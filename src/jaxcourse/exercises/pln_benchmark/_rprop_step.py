@@ -8,19 +8,6 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require
 
-HINTS = {
-    "check_rprop_step": (
-        "Work entry by entry with jnp.sign and jnp.where (no Python if, so that it runs "
-        "under jit): compare sign(grad) with prev_sign to get a factor 1.2, 0.5 or 1 for "
-        "the step.",
-        "sign * prev_sign > 0 grows the step, < 0 halves it, == 0 keeps it; clip to [1e-6, "
-        "50] after scaling. Where the sign flipped the entry does not move and remembers 0;"
-        " jnp.sign(0) is 0, so a zero gradient neither moves nor grows. Move against the "
-        "gradient: x - sign * step.",
-    ),
-}
-
-
 RPROP_CASES = (
     # (grad, prev_sign, step): every pair of signs (zeros included), steps at both clip limits
     (
@@ -53,7 +40,17 @@ def _rprop_result(rprop_step, args, how: str):
     return [np.asarray(a, dtype=np.float64) for a in result]
 
 
-@exercise_checker("one torch-style Rprop step")
+@exercise_checker(
+    hints=(
+        "Work entry by entry with jnp.sign and jnp.where (no Python if, so that it runs "
+        "under jit): compare sign(grad) with prev_sign to get a factor 1.2, 0.5 or 1 for "
+        "the step.",
+        "sign * prev_sign > 0 grows the step, < 0 halves it, == 0 keeps it; clip to [1e-6, "
+        "50] after scaling. Where the sign flipped the entry does not move and remembers 0;"
+        " jnp.sign(0) is 0, so a zero gradient neither moves nor grows. Move against the "
+        "gradient: x - sign * step.",
+    )
+)
 def check_rprop_step(rprop_step):
     """`rprop_step(x, grad, step, prev_sign) -> (x, step, sign)` must follow torch's Rprop rule
     (etas 0.5 and 1.2, steps clipped to [1e-6, 50]) for minimising a loss, for every pair of

@@ -6,18 +6,16 @@ import numpy as np
 
 from ...checks import call_answer, exercise_checker, require
 
-HINTS = {
-    "check_time_to_target": (
+
+@exercise_checker(
+    hints=(
         "Find the indices where elbo >= target (np.flatnonzero) and look the first one up "
         "in times.",
         "Return the time at the FIRST index (the trace goes up and down, so not the last "
         "crossing and not a search that assumes it is sorted), as a number, not the index; "
         ">= counts a trace that equals the target; return None when no entry reaches it.",
-    ),
-}
-
-
-@exercise_checker("time to reach a target ELBO")
+    )
+)
 def check_time_to_target(time_to_target):
     """`time_to_target(elbo, times, target)`: the first time the trace reaches `target`, or None."""
     require(

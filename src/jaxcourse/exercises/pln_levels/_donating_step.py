@@ -1,4 +1,4 @@
-"""Checker for the PLN levels chapter's Exercise 1: donate the state a step replaces."""
+"""Checker for the PLN levels chapter's exercise on donating the state a step replaces."""
 
 from __future__ import annotations
 
@@ -17,19 +17,6 @@ from ...checks import (
     require,
 )
 from ...tracecount import count_compilations
-
-HINTS = {
-    "check_donating_step": (
-        "Write one_step(variational, params, opt_state, data) from level1.loss_and_grad, "
-        "level1.optimizer_step (with pln.ADAM) and level1.closed_form_step, returning -loss"
-        " as the ELBO; then jit it once with jax.jit(..., donate_argnums=...).",
-        "Donate exactly the three state arguments, donate_argnums=(0, 1, 2): the data are "
-        "read by every iteration, so donating them (argument 3) deletes them, and donating "
-        "only the variational parameters leaves the others' buffers unused. The ELBO is the"
-        " one before the update: -loss, not -loss of the new state, and not loss.",
-    ),
-}
-
 
 _STATE_NAMES = ("variational", "params", "opt_state")
 
@@ -85,7 +72,17 @@ def _donates_data(step: Callable, state: tuple, data) -> bool:
     return any(getattr(leaf, "donated", False) for leaf in jax.tree.leaves(args_info[0][3]))
 
 
-@exercise_checker("Exercise 1 (donate the state a step replaces)")
+@exercise_checker(
+    hints=(
+        "Write one_step(variational, params, opt_state, data) from level1.loss_and_grad, "
+        "level1.optimizer_step (with pln.ADAM) and level1.closed_form_step, returning -loss"
+        " as the ELBO; then jit it once with jax.jit(..., donate_argnums=...).",
+        "Donate exactly the three state arguments, donate_argnums=(0, 1, 2): the data are "
+        "read by every iteration, so donating them (argument 3) deletes them, and donating "
+        "only the variational parameters leaves the others' buffers unused. The ELBO is the"
+        " one before the update: -loss, not -loss of the new state, and not loss.",
+    )
+)
 def check_donating_step(step: Callable) -> None:
     """`step(variational, params, opt_state, data)` -> `(variational, params, opt_state, elbo)`: one
     level-1 iteration with Adam, jitted once, whose every state input is donated (deleted after

@@ -1,4 +1,4 @@
-"""Checker for the PLN levels chapter's Exercise 3: one optimizer per learning rate."""
+"""Checker for the PLN levels chapter's exercise on one optimizer per learning rate."""
 
 from __future__ import annotations
 
@@ -18,19 +18,6 @@ from ...checks import (
 )
 from ...tracecount import count_compilations
 from ._common import _as_tuple, _fit_result, _small_data, default_optimizer
-
-HINTS = {
-    "check_fit_with_learning_rate": (
-        "The optimizer is a static argument of level2.fit: jit's cache key is the optimizer"
-        " object itself, so a new optax.adam(...) at every call compiles the whole fit "
-        "again.",
-        "Make one Adam object per learning rate and hand the same one back every time (a "
-        "dict, or functools.cache on a small function that returns "
-        "optax.adam(learning_rate)), keeping every rate's, not only the last one; cache the "
-        "optimizer, never the fit's result, and use the learning rate you are given.",
-    ),
-}
-
 
 OTHER_RATE = 0.02
 """A second learning rate, called between two calls with the first one."""
@@ -99,7 +86,17 @@ def _traces_of(fit_with_learning_rate: Callable, data, n_iter: int, learning_rat
     return count.traces
 
 
-@exercise_checker("one optimizer per learning rate")
+@exercise_checker(
+    hints=(
+        "The optimizer is a static argument of level2.fit: jit's cache key is the optimizer"
+        " object itself, so a new optax.adam(...) at every call compiles the whole fit "
+        "again.",
+        "Make one Adam object per learning rate and hand the same one back every time (a "
+        "dict, or functools.cache on a small function that returns "
+        "optax.adam(learning_rate)), keeping every rate's, not only the last one; cache the "
+        "optimizer, never the fit's result, and use the learning rate you are given.",
+    )
+)
 def check_fit_with_learning_rate(fit_with_learning_rate: Callable) -> None:
     """`fit_with_learning_rate(data, n_iter, learning_rate)` must fit level 2 with Adam at that
     rate, and compile only once per rate: calling it again with the same rate traces nothing,

@@ -1,4 +1,4 @@
-"""Checker for the PLN levels chapter's Exercise 4: level 2 from level 1's pieces."""
+"""Checker for the PLN levels chapter's exercise on level 2 from level 1's pieces."""
 
 from __future__ import annotations
 
@@ -18,20 +18,6 @@ from ...checks import (
 from ...tracecount import count_compilations
 from .._jaxpr import primitive_names, traced_program
 from ._common import _as_tuple, _fit_result, _small_data, default_optimizer
-
-HINTS = {
-    "check_level2_from_pieces": (
-        "Start from pln.init_variational(data) and level1.closed_form_step for the first "
-        "parameters; the loop's carry is (variational, params, opt_state), with opt_state ="
-        " optimizer.init(variational).",
-        "The scan body calls loss_and_grad, optimizer_step with the optimizer argument, "
-        "then closed_form_step, and returns -loss (the ELBO before the step, not after it "
-        "and not the loss). Jit the whole fit once with static_argnames=('n_iter', "
-        "'optimizer'), and loop with jax.lax.scan(body, carry, length=n_iter), not a Python"
-        " for loop.",
-    ),
-}
-
 
 LEVEL2_ITERATIONS = 6
 """Iterations of the checked fits; 1 is tried too."""
@@ -215,7 +201,18 @@ def _require_one_program(fit: Callable, data) -> None:
     )
 
 
-@exercise_checker("level 2 from level 1's pieces")
+@exercise_checker(
+    hints=(
+        "Start from pln.init_variational(data) and level1.closed_form_step for the first "
+        "parameters; the loop's carry is (variational, params, opt_state), with opt_state ="
+        " optimizer.init(variational).",
+        "The scan body calls loss_and_grad, optimizer_step with the optimizer argument, "
+        "then closed_form_step, and returns -loss (the ELBO before the step, not after it "
+        "and not the loss). Jit the whole fit once with static_argnames=('n_iter', "
+        "'optimizer'), and loop with jax.lax.scan(body, carry, length=n_iter), not a Python"
+        " for loop.",
+    )
+)
 def check_level2_from_pieces(fit: Callable) -> None:
     """`fit(data, n_iter, *, optimizer)` must give level 2's ELBO trace and final parameters for
     several `n_iter` and two optimizers, as one compiled program that traces the loop body once

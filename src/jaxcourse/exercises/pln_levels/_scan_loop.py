@@ -1,4 +1,4 @@
-"""Checker for the PLN levels chapter's Exercise 2: a Python loop moved into scan."""
+"""Checker for the PLN levels chapter's exercise on a Python loop moved into scan."""
 
 from __future__ import annotations
 
@@ -18,16 +18,6 @@ from ...checks import (
     require,
     shorten,
 )
-
-HINTS = {
-    "check_scan_loop": (
-        "jax.lax.scan(body, init, xs=None, length=n) calls body(carry, x) n times and "
-        "stacks what body returns second: the loop's state is scan's carry.",
-        "The body ignores its second argument and returns step(carry) as it is: (new_state,"
-        " value). Pass length=n_iter (not a fixed number, and not n_iter - 1), and return "
-        "scan's result as it is: the final carry, then the stacked values.",
-    ),
-}
 
 
 def _reference_loop(step, state, n_iter):
@@ -109,7 +99,15 @@ def _run(run_steps: Callable, step: Callable, start, n_iter: int):
     )
 
 
-@exercise_checker("a Python loop moved into scan")
+@exercise_checker(
+    hints=(
+        "jax.lax.scan(body, init, xs=None, length=n) calls body(carry, x) n times and "
+        "stacks what body returns second: the loop's state is scan's carry.",
+        "The body ignores its second argument and returns step(carry) as it is: (new_state,"
+        " value). Pass length=n_iter (not a fixed number, and not n_iter - 1), and return "
+        "scan's result as it is: the final carry, then the stacked values.",
+    )
+)
 def check_scan_loop(run_steps: Callable) -> None:
     """`run_steps(step, state, n_iter)` must return `(final_state, stacked_values)` like the
     Python loop, for several `n_iter` (1 included) and for a value that is a vector, tracing

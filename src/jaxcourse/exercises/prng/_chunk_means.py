@@ -1,4 +1,4 @@
-"""Checker of the PRNG chapter's Exercise 2: a reproducible Monte Carlo estimate."""
+"""Checker of the PRNG chapter's exercise on a reproducible Monte Carlo estimate."""
 
 from __future__ import annotations
 
@@ -108,7 +108,12 @@ def _require_extendable(
     )
 
 
-@exercise_checker("Exercise 2 (a reproducible Monte Carlo estimate)")
+@exercise_checker(
+    hints=(
+        "Write the function for one chunk first: given its own key, draw chunk_size standard normals and return the mean of their exp. Then decide how chunk i gets its key, and map the one-chunk function over the chunks with jax.vmap.",
+        "Give chunk i the key jax.random.fold_in(key, i): it depends on key and i only, so asking for more chunks leaves the first ones unchanged (split(key, n_chunks)[i] and one (n_chunks, chunk_size) block depend on n_chunks once the generator's layout changes). jax.vmap(one_chunk)(jnp.arange(n_chunks)) draws for all chunks at once; use jnp.mean (the mean of exp(z), not exp of the mean, not the sum).",
+    )
+)
 def check_chunk_means(chunk_means: Callable) -> None:
     """Checks `chunk_means(key, n_chunks, chunk_size)`: one mean of exp(Z) per chunk, by property.
 
@@ -171,12 +176,3 @@ def check_chunk_means(chunk_means: Callable) -> None:
         close(jitted, means),
         "under jax.jit (sizes static) chunk_means gives other numbers than eagerly.",
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_chunk_means": (
-        "Write the function for one chunk first: given its own key, draw chunk_size standard normals and return the mean of their exp. Then decide how chunk i gets its key, and map the one-chunk function over the chunks with jax.vmap.",
-        "Give chunk i the key jax.random.fold_in(key, i): it depends on key and i only, so asking for more chunks leaves the first ones unchanged (split(key, n_chunks)[i] and one (n_chunks, chunk_size) block depend on n_chunks once the generator's layout changes). jax.vmap(one_chunk)(jnp.arange(n_chunks)) draws for all chunks at once; use jnp.mean (the mean of exp(z), not exp of the mean, not the sum).",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

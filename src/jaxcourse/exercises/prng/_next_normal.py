@@ -1,4 +1,4 @@
-"""Checker of the PRNG chapter's Exercise 1: a key that moves on."""
+"""Checker of the PRNG chapter's exercise on a key that moves on."""
 
 from __future__ import annotations
 
@@ -91,7 +91,12 @@ def _many_draws(next_normal: Callable) -> np.ndarray:
     return np.asarray(draws, np.float64)
 
 
-@exercise_checker("Exercise 1 (a key that moves on)")
+@exercise_checker(
+    hints=(
+        "A key may be used once: to draw, or to split. So split the key you are given into two new keys first, then decide which one to use and which one to hand back.",
+        "key, subkey = jax.random.split(key); draw x = jax.random.normal(subkey), a scalar of shape (); return (key, x) with the key first. Never draw from the key you return, never return the key you were given, and keep no counter or other state between calls: the same key must give the same x.",
+    )
+)
 def check_next_normal(next_normal: Callable) -> None:
     """Checks `next_normal(key) -> (new_key, x)` under JAX's key-reuse checker and the course's rules.
 
@@ -136,12 +141,3 @@ def check_next_normal(next_normal: Callable) -> None:
         "under jax.jit next_normal gives other numbers than eagerly: draw only from the key argument.",
     )
     _require_standard_normal(_many_draws(next_normal), f"over {N_DRAWS} keys")
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_next_normal": (
-        "A key may be used once: to draw, or to split. So split the key you are given into two new keys first, then decide which one to use and which one to hand back.",
-        "key, subkey = jax.random.split(key); draw x = jax.random.normal(subkey), a scalar of shape (); return (key, x) with the key first. Never draw from the key you return, never return the key you were given, and keep no counter or other state between calls: the same key must give the same x.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

@@ -1,4 +1,4 @@
-"""Checker of the PRNG chapter's Exercise 3: a random walk in lax.scan."""
+"""Checker of the PRNG chapter's exercise on a random walk in lax.scan."""
 
 from __future__ import annotations
 
@@ -102,7 +102,12 @@ def _require_reference_stream(positions: np.ndarray, key: jax.Array, n_steps: in
     )
 
 
-@exercise_checker("Exercise 3 (a random walk in lax.scan)")
+@exercise_checker(
+    hints=(
+        "Make all the step keys up front with one split, and let jax.lax.scan walk over them: the carry is the current position, and each step receives its own key as scan's x.",
+        "keys = jax.random.split(key, n_steps) (exactly n_steps keys); the step function is step(position, step_key) -> (position + jax.random.normal(step_key), the same new position); start the carry at 0.0 and return only scan's second output, the (n_steps,) positions after each step, without the start. No key in the carry, no fold_in, no cumsum instead of scan.",
+    )
+)
 def check_random_walk(random_walk: Callable) -> None:
     """Checks `random_walk(key, n_steps) -> positions (n_steps,)` against the reference stream.
 
@@ -175,12 +180,3 @@ def check_random_walk(random_walk: Callable) -> None:
         ),
         "under jax.vmap over 4 keys the walks differ from one call per key: draw only from the key argument.",
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_random_walk": (
-        "Make all the step keys up front with one split, and let jax.lax.scan walk over them: the carry is the current position, and each step receives its own key as scan's x.",
-        "keys = jax.random.split(key, n_steps) (exactly n_steps keys); the step function is step(position, step_key) -> (position + jax.random.normal(step_key), the same new position); start the carry at 0.0 and return only scan's second output, the (n_steps,) positions after each step, without the start. No key in the carry, no fold_in, no cumsum instead of scan.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

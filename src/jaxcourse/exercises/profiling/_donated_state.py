@@ -1,4 +1,4 @@
-"""Checker for the profiling chapter's Exercise 5: donate the state, and the two steps it donates."""
+"""Checker for the profiling chapter's exercise on donating the state, and the two steps it donates."""
 
 from __future__ import annotations
 
@@ -17,16 +17,6 @@ from ...checks import (
     require_accepts,
 )
 from ...memory import memory_figures
-
-HINTS = {
-    "check_donated_state": (
-        "Return jax.jit(step, donate_argnums=...): only a jitted function donates, and the "
-        "state is argument 0.",
-        "Donate the state alone, donate_argnums=0: donating the batch too deletes data the "
-        "caller still needs, and jitting without donation aliases nothing. Do not call step"
-        " yourself or change what it returns.",
-    ),
-}
 
 
 def sgd_step(params, batch):
@@ -87,7 +77,15 @@ def _donated_flags(lowered) -> tuple[list[bool], list[bool]] | None:
         return None
 
 
-@exercise_checker("Exercise 5 (donate the state)")
+@exercise_checker(
+    hints=(
+        "Return jax.jit(step, donate_argnums=...): only a jitted function donates, and the "
+        "state is argument 0.",
+        "Donate the state alone, donate_argnums=0: donating the batch too deletes data the "
+        "caller still needs, and jitting without donation aliases nothing. Do not call step"
+        " yourself or change what it returns.",
+    )
+)
 def check_donated_state(make_donating_step: Callable) -> None:
     """Checks `make_donating_step(step)`: `step(state, batch)` jitted with the state donated, so
     that the compiled program writes its results into the old state's buffers (an alias the

@@ -1,4 +1,4 @@
-"""Checker for the profiling chapter's Exercise 1: arithmetic intensity."""
+"""Checker for the profiling chapter's exercise on arithmetic intensity."""
 
 from __future__ import annotations
 
@@ -17,15 +17,6 @@ from ...checks import (
 )
 from ...roofline import cost, cost_of
 from ._common import _call_compiling, _not_run, _scale
-
-HINTS = {
-    "check_intensity": (
-        "jax.jit(fn).lower(*args).compile().cost_analysis() is a dict with 'flops' and "
-        "'bytes accessed'; lowering needs only shapes and dtypes, so do not call fn.",
-        "Compile before reading the costs (the lowered program's are counted before "
-        "fusion), and divide FLOPs BY bytes, not the other way round; return one float.",
-    ),
-}
 
 
 def _elementwise_chain(x):
@@ -93,7 +84,14 @@ def _argument_and_result_bytes(fn, args) -> int:
     )
 
 
-@exercise_checker("Exercise 1 (arithmetic intensity)")
+@exercise_checker(
+    hints=(
+        "jax.jit(fn).lower(*args).compile().cost_analysis() is a dict with 'flops' and "
+        "'bytes accessed'; lowering needs only shapes and dtypes, so do not call fn.",
+        "Compile before reading the costs (the lowered program's are counted before "
+        "fusion), and divide FLOPs BY bytes, not the other way round; return one float.",
+    )
+)
 def check_intensity(intensity: Callable) -> None:
     """Checks `intensity(fn, *args)`: FLOPs / bytes accessed of `jax.jit(fn)` compiled for `args`,
     which are `jax.ShapeDtypeStruct`s or arrays, without running `fn`."""

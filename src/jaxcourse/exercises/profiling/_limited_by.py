@@ -1,4 +1,4 @@
-"""Checker for the profiling chapter's Exercise 2: memory- or compute-bound?"""
+"""Checker for the profiling chapter's exercise on whether a program is memory- or compute-bound."""
 
 from __future__ import annotations
 
@@ -18,17 +18,6 @@ from ...checks import (
 )
 from ...roofline import Cost, cost, cost_of
 from ._common import _call_compiling, _not_run, _scale
-
-HINTS = {
-    "check_limited_by": (
-        "Compare the program's intensity (FLOPs per byte, as in Exercise 1) with the "
-        "machine's ridge.",
-        "The ridge is peak_flops / bandwidth, in FLOPs per byte; below it the program is "
-        "'memory'-bound, at or above it 'compute'-bound. Compute the intensity of the "
-        "compiled program for this x; the answer depends on the machine, so never a fixed "
-        "string.",
-    ),
-}
 
 
 def _square_matmul(a):
@@ -102,7 +91,16 @@ def _predictions(intensities: dict) -> dict:
     }
 
 
-@exercise_checker("Exercise 2 (memory- or compute-bound?)")
+@exercise_checker(
+    hints=(
+        "Compare the program's intensity (FLOPs per byte, as in Exercise 1) with the "
+        "machine's ridge.",
+        "The ridge is peak_flops / bandwidth, in FLOPs per byte; below it the program is "
+        "'memory'-bound, at or above it 'compute'-bound. Compute the intensity of the "
+        "compiled program for this x; the answer depends on the machine, so never a fixed "
+        "string.",
+    )
+)
 def check_limited_by(limited_by: Callable) -> None:
     """Checks `limited_by(fn, x, peak_flops, bandwidth)`: 'memory' or 'compute', for x a
     `jax.ShapeDtypeStruct` on every machine and an array on one."""

@@ -1,4 +1,4 @@
-"""Checker for the profiling chapter's Exercise 3: a scan's gradient in less memory, and the
+"""Checker for the profiling chapter's exercise on a scan's gradient in less memory, and the
 scan it differentiates."""
 
 from __future__ import annotations
@@ -23,17 +23,6 @@ from ...checks import (
 )
 from ...memory import memory_figures
 from .._jaxpr import equations, inner_jaxprs, primitive_names, traced_program
-
-HINTS = {
-    "check_low_memory_grad": (
-        "Build your own loss from jax.lax.scan over a checkpointed body, "
-        "jax.checkpoint(wide_body, policy=...), and take jax.grad of it in ws (argnums=1).",
-        "Checkpoint the scan's BODY with jax.checkpoint_policies.nothing_saveable: a "
-        "checkpoint around the whole loss recomputes a forward scan that stores its "
-        "intermediates again, and everything_saveable saves them. The gradient must stay "
-        "exact, in ws, not x0.",
-    ),
-}
 
 
 def wide_body(x, w):
@@ -137,7 +126,16 @@ def _checkpoints(jaxpr) -> list[tuple[object, bool]]:
     ]
 
 
-@exercise_checker("Exercise 3 (a scan's gradient in less memory)")
+@exercise_checker(
+    hints=(
+        "Build your own loss from jax.lax.scan over a checkpointed body, "
+        "jax.checkpoint(wide_body, policy=...), and take jax.grad of it in ws (argnums=1).",
+        "Checkpoint the scan's BODY with jax.checkpoint_policies.nothing_saveable: a "
+        "checkpoint around the whole loss recomputes a forward scan that stores its "
+        "intermediates again, and everything_saveable saves them. The gradient must stay "
+        "exact, in ws, not x0.",
+    )
+)
 def check_low_memory_grad(low_memory_grad: Callable) -> None:
     """Checks `low_memory_grad(x0, ws)`: the gradient of `scan_loss` in `ws`, whose compiled program
     needs at most a quarter of the temporary memory of plain `jax.grad`, via `jax.checkpoint`."""

@@ -1,4 +1,4 @@
-"""Checker for the profiling chapter's Exercise 4: the most expensive operation in a trace."""
+"""Checker for the profiling chapter's exercise on the most expensive operation in a trace."""
 
 from __future__ import annotations
 
@@ -17,16 +17,6 @@ from ...checks import (
     require_accepts,
 )
 from ...profiling import TraceEvent, capture, contains, of_kind, read_trace
-
-HINTS = {
-    "check_most_expensive_op": (
-        "Keep the events whose kind is 'thunk', drop each one that contains another thunk, "
-        "then add up duration_us by name and return the name with the largest total.",
-        "Containment needs the same thread as well as start_us <= inner.start_us and "
-        "inner.end_us <= end_us (two threads run at once); sum each name's durations rather"
-        " than taking the longest single event; return None when there is no thunk.",
-    ),
-}
 
 
 def _event(name, start, duration, *, kind="thunk", thread="tf_XLAEigen/1"):
@@ -254,7 +244,15 @@ def _ask_operation(most_expensive_op: Callable, events, case: str, earlier_names
     return answer
 
 
-@exercise_checker("Exercise 4 (the most expensive operation in a trace)")
+@exercise_checker(
+    hints=(
+        "Keep the events whose kind is 'thunk', drop each one that contains another thunk, "
+        "then add up duration_us by name and return the name with the largest total.",
+        "Containment needs the same thread as well as start_us <= inner.start_us and "
+        "inner.end_us <= end_us (two threads run at once); sum each name's durations rather"
+        " than taking the longest single event; return None when there is no thunk.",
+    )
+)
 def check_most_expensive_op(most_expensive_op: Callable) -> None:
     """Checks `most_expensive_op(events)`: the name of the XLA thunk with the largest total time,
     over the thunks that contain no other thunk on their thread."""

@@ -1,4 +1,4 @@
-"""Checker for the pytrees chapter's Exercise 1: count the parameters of any pytree."""
+"""Checker for the pytrees chapter's exercise on counting the parameters of any pytree."""
 
 from __future__ import annotations
 
@@ -9,16 +9,6 @@ import optax
 
 from ...checks import call_answer, exercise_checker, require
 from ._common import _Linear
-
-HINTS = {
-    "check_count_params": (
-        "jax.tree.leaves(tree) lists every leaf, at every level of nesting, and skips None; add"
-        " up how many numbers each leaf holds.",
-        "jnp.size(leaf) counts the entries of an array and is 1 for a Python number (which has "
-        "no .size); sum's start value 0 covers a tree with no leaves at all. Count entries, not"
-        " leaves, and not bytes (nbytes).",
-    ),
-}
 
 
 def _count_params_cases() -> list[tuple[str, object, int]]:
@@ -57,7 +47,15 @@ def _count_params_cases() -> list[tuple[str, object, int]]:
     ]
 
 
-@exercise_checker("Exercise 1 (count the parameters)")
+@exercise_checker(
+    hints=(
+        "jax.tree.leaves(tree) lists every leaf, at every level of nesting, and skips None; add"
+        " up how many numbers each leaf holds.",
+        "jnp.size(leaf) counts the entries of an array and is 1 for a Python number (which has "
+        "no .size); sum's start value 0 covers a tree with no leaves at all. Count entries, not"
+        " leaves, and not bytes (nbytes).",
+    )
+)
 def check_count_params(count_params) -> None:
     """Checks `count_params(tree) -> int`: the number of scalars in all the leaves of `tree`."""
     for description, tree, expected in _count_params_cases():

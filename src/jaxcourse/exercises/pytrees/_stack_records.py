@@ -1,4 +1,4 @@
-"""Checker for the pytrees chapter's Exercise 2: stack a list of records into one record."""
+"""Checker for the pytrees chapter's exercise on stacking a list of records into one record."""
 
 from __future__ import annotations
 
@@ -10,19 +10,6 @@ import numpy as np
 
 from ...checks import call_answer, close, exercise_checker, require, shorten
 from ._common import _leaf_at, _Linear
-
-HINTS = {
-    "check_stack_records": (
-        "Two parts: first compare each record's jax.tree.structure with record 0's and raise a "
-        "ValueError naming the first record that differs; then jax.tree.map(f, *records) hands "
-        "f one field's values from every record.",
-        "Compare whole structures (a list and a tuple, or an array and a tuple of numbers, can "
-        "have the same number of leaves or keys but different structures), and name the record "
-        "as Python indexes the list, from 0: 'record 2' for the third. Turn each field's values"
-        " into one array with a new first axis: jnp.stack does, while a list of values stays a "
-        "container and jnp.concatenate adds no axis.",
-    ),
-}
 
 
 def _records_cases() -> list[tuple[str, list]]:
@@ -53,7 +40,18 @@ def _records_cases() -> list[tuple[str, list]]:
     ]
 
 
-@exercise_checker("Exercise 2 (stack a list of records)")
+@exercise_checker(
+    hints=(
+        "Two parts: first compare each record's jax.tree.structure with record 0's and raise a "
+        "ValueError naming the first record that differs; then jax.tree.map(f, *records) hands "
+        "f one field's values from every record.",
+        "Compare whole structures (a list and a tuple, or an array and a tuple of numbers, can "
+        "have the same number of leaves or keys but different structures), and name the record "
+        "as Python indexes the list, from 0: 'record 2' for the third. Turn each field's values"
+        " into one array with a new first axis: jnp.stack does, while a list of values stays a "
+        "container and jnp.concatenate adds no axis.",
+    )
+)
 def check_stack_records(stack_records) -> None:
     """Checks `stack_records(records)`: one record-shaped pytree with leaves stacked on axis 0, and a
     ValueError naming the first record whose tree structure differs from record 0's."""

@@ -1,4 +1,4 @@
-"""Checker for the pytrees chapter's Exercise 3: a Standardizer registered as a pytree."""
+"""Checker for the pytrees chapter's exercise on a Standardizer registered as a pytree."""
 
 from __future__ import annotations
 
@@ -8,19 +8,17 @@ import jax.numpy as jnp
 from ...checks import call_answer, close, exercise_checker, require, require_registered_pytree
 from ._common import _require_round_trip, require_hashable_structure
 
-HINTS = {
-    "check_standardizer": (
+
+@exercise_checker(
+    hints=(
         "tree_flatten returns (children, aux_data): the arrays JAX should trace go in the "
         "children, the settings that pick the program go in the aux data. tree_unflatten gets "
         "both back and builds a new object with cls(...).",
         "The children are the two arrays; the aux data is a tuple holding the name (hashable: "
         "no list, no array). In tree_unflatten unpack both, in the order tree_flatten wrote "
         "them, and take the name out of the aux-data tuple rather than writing a name in.",
-    ),
-}
-
-
-@exercise_checker("Exercise 3 (a Standardizer pytree)")
+    )
+)
 def check_standardizer(standardizer_cls) -> None:
     """Checks a class `Standardizer(mean, scale, name)` registered as a pytree.
 

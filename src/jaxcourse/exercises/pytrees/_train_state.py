@@ -1,4 +1,4 @@
-"""Checker for the pytrees chapter's Exercise 4: what goes in a TrainState's aux data."""
+"""Checker for the pytrees chapter's exercise on what goes in a TrainState's aux data."""
 
 from __future__ import annotations
 
@@ -7,19 +7,6 @@ import jax.numpy as jnp
 
 from ...checks import call_answer, close, exercise_checker, require, require_registered_pytree
 from ._common import _require_round_trip, require_hashable_structure
-
-HINTS = {
-    "check_train_state": (
-        "For each field, ask: does a new value only change the numbers computed (a child), or "
-        "does it change which program is built, like the Python if in rate() (aux data)? "
-        "Strings cannot be children, and arrays cannot be aux data.",
-        "Three fields are children: params (an array), step (it changes inside a lax.scan, "
-        "whose carry must keep its structure) and learning_rate (swept: in the aux data every "
-        "new value compiles again). Only the schedule is aux data, in a tuple. tree_unflatten "
-        "must unpack the children in the order tree_flatten wrote them and take the schedule "
-        "from the aux data.",
-    ),
-}
 
 SCHEDULES = ("constant", "decay")
 """The two values of TrainState's static field; each compiles its own program."""
@@ -124,7 +111,18 @@ def _require_one_trace_per_schedule(cls) -> None:
     )
 
 
-@exercise_checker("Exercise 4 (what goes in the aux data)")
+@exercise_checker(
+    hints=(
+        "For each field, ask: does a new value only change the numbers computed (a child), or "
+        "does it change which program is built, like the Python if in rate() (aux data)? "
+        "Strings cannot be children, and arrays cannot be aux data.",
+        "Three fields are children: params (an array), step (it changes inside a lax.scan, "
+        "whose carry must keep its structure) and learning_rate (swept: in the aux data every "
+        "new value compiles again). Only the schedule is aux data, in a tuple. tree_unflatten "
+        "must unpack the children in the order tree_flatten wrote them and take the schedule "
+        "from the aux data.",
+    )
+)
 def check_train_state(train_state_cls) -> None:
     """Checks `TrainState(params, step, learning_rate, schedule)` registered as a pytree.
 

@@ -1,4 +1,5 @@
-"""Exercise 2 of the sharding chapter: the gradient of a linear model's loss, data-parallel."""
+"""Checker of the sharding chapter's exercise on the gradient of a linear model's loss,
+data-parallel."""
 
 from __future__ import annotations
 
@@ -88,7 +89,17 @@ def _require_global_gradient(grads, params, x, y, n_devices: int) -> None:
     )
 
 
-@exercise_checker("A data-parallel gradient with shard_map")
+@exercise_checker(
+    hints=(
+        "Write the loss over all rows as seen from one device: the block's mse_loss, combined over "
+        "the devices with a collective. Then differentiate that global loss inside shard_map.",
+        "Each block holds an equal share of the rows, so the global loss is "
+        "lax.pmean(mse_loss(params, x_block, y_block), 'data'); return jax.grad of it as it is. "
+        "Do not pmean or psum the gradient afterwards (a replicated parameter's gradient is already "
+        "summed over devices), do not psum the losses, and return the gradient, not an updated "
+        "step.",
+    )
+)
 def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
     """`sharded_grad(params, x, y)` takes replicated `LinearParams` and `x`, `y` sharded by rows
     over `mesh` (axis "data"), and returns the gradient of `mse_loss` over all rows, computed
@@ -119,17 +130,3 @@ def check_sharded_grad(sharded_grad, mesh: Mesh) -> None:
         "collective (lax.pmean of the block loss) that combines the devices.",
         what="sharded_grad",
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_sharded_grad": (
-        "Write the loss over all rows as seen from one device: the block's mse_loss, combined over "
-        "the devices with a collective. Then differentiate that global loss inside shard_map.",
-        "Each block holds an equal share of the rows, so the global loss is "
-        "lax.pmean(mse_loss(params, x_block, y_block), 'data'); return jax.grad of it as it is. "
-        "Do not pmean or psum the gradient afterwards (a replicated parameter's gradient is already "
-        "summed over devices), do not psum the losses, and return the gradient, not an updated "
-        "step.",
-    ),
-}
-"""The checker's hint ladder (issue 28): a nudge before any attempt, then a more specific hint."""

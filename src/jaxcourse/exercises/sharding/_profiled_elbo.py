@@ -1,4 +1,5 @@
-"""Exercise 3 of the sharding chapter: the profiled PLN ELBO with the samples split over devices."""
+"""Checker of the sharding chapter's exercise on the profiled PLN ELBO with the samples split over
+devices."""
 
 from __future__ import annotations
 
@@ -61,7 +62,17 @@ def _small_pln_problem(n_samples: int) -> tuple[pln.PLNData, pln.Variational]:
     return data, pln.Variational(mean, start.latent_sqrt_var)
 
 
-@exercise_checker("The profiled PLN ELBO, data-parallel")
+@exercise_checker(
+    hints=(
+        "Every quantity the profiled ELBO needs is a sum over samples: compute each sum on a "
+        "device's block, psum it over 'data', and only then finish the computation, the same on "
+        "every device.",
+        "Inside jax.shard_map with in_specs P('data') for data and variational: B = solve(psum of "
+        "X'X, psum of X'M); then the statistics pln.elbo_statistics(block, block, B), psum'd (not "
+        "pmean'd); Sigma = total scatter / total n_samples; pln.elbo_from_statistics gives the "
+        "ELBO. Profiling each block on its own, or solving with a block's X'M, gives another value.",
+    )
+)
 def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
     """`sharded_profiled_elbo(data, variational, mesh)` returns `pln.profiled_elbo(data, variational)`
     with the samples split over the "data" axis of `mesh`, per device with psum'd statistics.
@@ -139,17 +150,3 @@ def check_sharded_profiled_elbo(sharded_profiled_elbo, mesh: Mesh) -> None:
         what="sharded_profiled_elbo",
         static_argnums=(2,),
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_sharded_profiled_elbo": (
-        "Every quantity the profiled ELBO needs is a sum over samples: compute each sum on a "
-        "device's block, psum it over 'data', and only then finish the computation, the same on "
-        "every device.",
-        "Inside jax.shard_map with in_specs P('data') for data and variational: B = solve(psum of "
-        "X'X, psum of X'M); then the statistics pln.elbo_statistics(block, block, B), psum'd (not "
-        "pmean'd); Sigma = total scatter / total n_samples; pln.elbo_from_statistics gives the "
-        "ELBO. Profiling each block on its own, or solving with a block's X'M, gives another value.",
-    ),
-}
-"""The checker's hint ladder (issue 28): a nudge before any attempt, then a more specific hint."""

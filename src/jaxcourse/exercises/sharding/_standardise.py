@@ -1,4 +1,5 @@
-"""Exercise 1 of the sharding chapter: standardise the columns of row-sharded data with shard_map."""
+"""Checker of the sharding chapter's exercise on standardising the columns of row-sharded data with
+shard_map."""
 
 from __future__ import annotations
 
@@ -19,7 +20,16 @@ from ._common import (
 )
 
 
-@exercise_checker("Standardise columns with shard_map")
+@exercise_checker(
+    hints=(
+        "Inside shard_map each device sees only its block of rows. Compute what you can on the "
+        "block (a mean per column), then combine the devices with a collective over 'data'.",
+        "Equal blocks: the global mean is lax.pmean of the block means, and so is the global mean "
+        "of x**2. The population std (np.std, divide by n, not n - 1) is "
+        "sqrt(mean(x**2) - mean(x)**2) from those two global means; the block's own std, or the "
+        "mean of the block stds or variances, is not it. Subtract the mean, divide by the std.",
+    )
+)
 def check_global_standardise(standardise, mesh: Mesh) -> None:
     """`standardise(x)` takes `(n, d)` data whose rows are split over the "data" axis of `mesh`
     and returns it standardised column by column with the mean and std of all n rows, computed
@@ -108,16 +118,3 @@ def check_global_standardise(standardise, mesh: Mesh) -> None:
         what="standardise",
     )
     require_rows_not_gathered(standardise, mesh, what="standardise")
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_global_standardise": (
-        "Inside shard_map each device sees only its block of rows. Compute what you can on the "
-        "block (a mean per column), then combine the devices with a collective over 'data'.",
-        "Equal blocks: the global mean is lax.pmean of the block means, and so is the global mean "
-        "of x**2. The population std (np.std, divide by n, not n - 1) is "
-        "sqrt(mean(x**2) - mean(x)**2) from those two global means; the block's own std, or the "
-        "mean of the block stds or variances, is not it. Subtract the mean, divide by the std.",
-    ),
-}
-"""The checker's hint ladder (issue 28): a nudge before any attempt, then a more specific hint."""

@@ -1,4 +1,4 @@
-"""Checker of the second sharding chapter's Exercise 2: an FSDP loss that gathers each layer."""
+"""Checker of the second sharding chapter's exercise on an FSDP loss that gathers each layer."""
 
 from __future__ import annotations
 
@@ -26,17 +26,6 @@ from ...checks import (
 from ...mesh import DATA
 from .._jaxpr import traced_program
 from ._common import collectives, numpy_hint
-
-HINTS = {
-    "check_fsdp_loss": (
-        "Each device holds a slice of each weight matrix: lax.all_gather it back to full "
-        "size, inside the body, before using it.",
-        "W1 is split by rows (all_gather axis=0, tiled=True), W2 by columns (axis=1); the "
-        "biases are whole. The loss is the mean over ALL samples: average the block's mean "
-        "with lax.pmean over 'data' (a psum of the means is n_devices times too large, a "
-        "block mean alone is one device's).",
-    ),
-}
 
 _ROWS_PER_DEVICE = 3
 """Samples per device: unlike every dimension of a weight block, so a gather of samples shows."""
@@ -189,7 +178,16 @@ def _padded(spec, ndim: int) -> tuple:
     return tuple(spec) + (None,) * (ndim - len(tuple(spec)))
 
 
-@exercise_checker("An FSDP loss that gathers each layer")
+@exercise_checker(
+    hints=(
+        "Each device holds a slice of each weight matrix: lax.all_gather it back to full "
+        "size, inside the body, before using it.",
+        "W1 is split by rows (all_gather axis=0, tiled=True), W2 by columns (axis=1); the "
+        "biases are whole. The loss is the mean over ALL samples: average the block's mean "
+        "with lax.pmean over 'data' (a psum of the means is n_devices times too large, a "
+        "block mean alone is one device's).",
+    )
+)
 def check_fsdp_loss(fsdp_block_loss, mesh: Mesh) -> None:
     """`fsdp_block_loss(params, x_block, y_block)` runs inside shard_map on `mesh` with the
     parameters stored as `model_parallel.stored_specs(PLANS["FSDP"])` and the rows of x, y over

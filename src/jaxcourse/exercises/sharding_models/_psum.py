@@ -1,4 +1,4 @@
-"""Checker of the second sharding chapter's Exercise 1: psum from psum_scatter and all_gather."""
+"""Checker of the second sharding chapter's exercise on psum from psum_scatter and all_gather."""
 
 from __future__ import annotations
 
@@ -8,16 +8,6 @@ from jax.sharding import Mesh
 from ...checks import CheckFailed, close, exercise_checker, require, require_array, require_callable
 from ...mesh import DATA
 from ._common import lax_names, line_mesh, require_data_axis_only, run_per_device, same_rows
-
-HINTS = {
-    "check_psum_from_pieces": (
-        "lax.psum_scatter(block, 'data', tiled=True) leaves each device one slice of the "
-        "sum; lax.all_gather(..., 'data', tiled=True) puts the slices back together.",
-        "Use tiled=True in both (without it the scatter wants a leading axis of size n and "
-        "the gather adds one); gather along the axis you scattered, rows (axis 0). A gather"
-        " of the blocks themselves concatenates them instead of adding them.",
-    ),
-}
 
 _PSUM = ("psum", "psum_invariant")
 
@@ -92,7 +82,15 @@ def _without_scatter_hint(found) -> str:
     )
 
 
-@exercise_checker("psum from psum_scatter and all_gather")
+@exercise_checker(
+    hints=(
+        "lax.psum_scatter(block, 'data', tiled=True) leaves each device one slice of the "
+        "sum; lax.all_gather(..., 'data', tiled=True) puts the slices back together.",
+        "Use tiled=True in both (without it the scatter wants a leading axis of size n and "
+        "the gather adds one); gather along the axis you scattered, rows (axis 0). A gather"
+        " of the blocks themselves concatenates them instead of adding them.",
+    )
+)
 def check_psum_from_pieces(psum_from_pieces, mesh: Mesh) -> None:
     """`psum_from_pieces(block)` runs on one device's `(rows, columns)` block inside shard_map
     and returns `lax.psum(block, "data")`, built from `lax.psum_scatter` and `lax.all_gather`.

@@ -1,4 +1,4 @@
-"""Checker of the second sharding chapter's Exercise 3: a ring all-gather with ppermute."""
+"""Checker of the second sharding chapter's exercise on a ring all-gather with ppermute."""
 
 from __future__ import annotations
 
@@ -8,16 +8,6 @@ from jax.sharding import Mesh
 from ...checks import CheckFailed, close, exercise_checker, require, require_array, require_callable
 from ...mesh import DATA
 from ._common import lax_names, line_mesh, ppermute_steps, require_data_axis_only, run_per_device
-
-HINTS = {
-    "check_ring_all_gather": (
-        "n - 1 calls of lax.ppermute along a ring (device i sends to i + 1) bring every "
-        "block to every device; keep what each step receives.",
-        "After s steps a device holds the block of device (me - s) % n, not of device s: "
-        "put each received block at its owner's position (lax.axis_index gives me) before "
-        "concatenating the rows, and use no all_gather, psum or all_to_all.",
-    ),
-}
 
 
 def _open_ring_hint(found, n: int) -> str | None:
@@ -49,7 +39,15 @@ def _far_sends(found, n: int) -> list[int]:
     )
 
 
-@exercise_checker("A ring all-gather with ppermute")
+@exercise_checker(
+    hints=(
+        "n - 1 calls of lax.ppermute along a ring (device i sends to i + 1) bring every "
+        "block to every device; keep what each step receives.",
+        "After s steps a device holds the block of device (me - s) % n, not of device s: "
+        "put each received block at its owner's position (lax.axis_index gives me) before "
+        "concatenating the rows, and use no all_gather, psum or all_to_all.",
+    )
+)
 def check_ring_all_gather(ring_all_gather, mesh: Mesh) -> None:
     """`ring_all_gather(block)` runs on one device's `(rows, columns)` block inside shard_map and
     returns `lax.all_gather(block, "data", tiled=True)`: every device's block, in device order,

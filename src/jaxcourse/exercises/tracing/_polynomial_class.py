@@ -1,4 +1,4 @@
-"""Exercise 4 of the tracing chapter: a polynomial class that jit accepts."""
+"""Checker of the tracing chapter's exercise on a polynomial class that jit accepts."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from ...checks import close, exercise_checker, require, require_registered_pytre
 from ...tracecount import count_traces
 from ._common import _ARRAY_METADATA, _NON_HASHABLE_STATIC, _run
 
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_polynomial_class": (
+
+@exercise_checker(
+    hints=(
         "For jit to trace an instance, JAX must know how to take it apart: register the class "
         "as a pytree whose one leaf is the coefficients array, and let methods return new "
         "objects instead of changing self.",
@@ -22,12 +23,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "returns a new Polynomial of coefficients[:-1] times the powers degree, ..., 1 (degree "
         "from the shape). The traps: a static coefficients field, powers 1, 2, 3 in the wrong "
         "order, and mutating self.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
-
-
-@exercise_checker("Exercise 4 (a polynomial class as a pytree, with a pure method)")
+    )
+)
 def check_polynomial_class(Polynomial: type) -> None:
     """Checks a pytree class `Polynomial(coefficients)` with `__call__(x)` and a pure `derivative()`."""
     require(

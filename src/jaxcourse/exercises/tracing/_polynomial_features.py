@@ -1,4 +1,4 @@
-"""Exercise 3 of the tracing chapter: polynomial features with a static degree."""
+"""Checker of the tracing chapter's exercise on polynomial features with a static degree."""
 
 from __future__ import annotations
 
@@ -12,20 +12,17 @@ import numpy as np
 from ...checks import close, exercise_checker, require, require_array, require_callable
 from ._common import _NON_HASHABLE_STATIC, _run
 
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_polynomial_features": (
+
+@exercise_checker(
+    hints=(
         "The degree sets the output's shape, so it must be concrete while tracing: make it a "
         "static argument of the jitted function, by name so that both ways of passing it work.",
         'Decorate with `@partial(jax.jit, static_argnames="degree")` and stack the columns '
         "x**0, x**1, ..., x**degree along axis 1. The traps: an un-jitted function, a traced "
         "degree, columns in reverse order (jnp.vander), a missing column of ones, and stacking "
         "along axis 0.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
-
-
-@exercise_checker("Exercise 3 (polynomial features with a static degree)")
+    )
+)
 def check_polynomial_features(polynomial_features: Callable) -> None:
     """Checks a jitted `polynomial_features(x, degree)` -> columns x**0 ... x**degree, degree static."""
     require_callable(polynomial_features, "polynomial_features")

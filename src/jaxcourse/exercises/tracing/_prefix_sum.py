@@ -1,4 +1,4 @@
-"""Exercise 2 of the tracing chapter: a prefix sum with a traced length."""
+"""Checker of the tracing chapter's exercise on a prefix sum with a traced length."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from .._jaxpr import (
 )
 from ._common import _NON_HASHABLE_STATIC, _run
 
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_prefix_sum": (
+
+@exercise_checker(
+    hints=(
         "While jax.jit traces, n is a tracer but x.shape is a concrete tuple: build something "
         "of x's fixed length that says, for each position, whether it is among the first n.",
         "Compare positions, not values: jnp.arange(x.shape[0]) has x's length whatever n is, "
@@ -29,12 +30,8 @@ HINTS: dict[str, tuple[str, ...]] = {
         "positions with the value that does not change a sum. The traps: x < n (a mask by "
         "value), <= n (one too many), a fixed length instead of x.shape[0], and x[:n] or "
         "range(n).",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
-
-
-@exercise_checker("Exercise 2 (prefix sum with a traced length)")
+    )
+)
 def check_prefix_sum(prefix_sum: Callable) -> None:
     """Checks `prefix_sum(x, n)`: the sum of the first `n` entries, with `n` traced, one trace in all."""
     require_callable(prefix_sum, "prefix_sum")

@@ -1,4 +1,4 @@
-"""Exercise 1 of the tracing chapter: a configuration that `jit` can key on."""
+"""Checker of the tracing chapter's exercise on a configuration that `jit` can key on."""
 
 from __future__ import annotations
 
@@ -11,20 +11,6 @@ import numpy as np
 from ...checks import close, exercise_checker, require
 from ...tracecount import count_traces
 from ._common import _NON_HASHABLE_STATIC, _run
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_solver_options": (
-        "jit looks a static argument up in a dictionary: instances must be hashable, equal when"
-        " their fields are equal, and impossible to change once made.",
-        "You need not write __eq__ and __hash__ by hand: the standard library's dataclasses can"
-        " generate both from the fields and also forbid assignment (look at the decorator's "
-        "options; a typing.NamedTuple works too). Keep the fields in the order method, n_iter. "
-        "The traps: a plain class (equal only to itself), a dataclass that can still be changed"
-        " (eq=True alone makes it unhashable, unsafe_hash=True leaves it changeable), and an "
-        "__eq__ that ignores a field.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge first, then the shape of the answer and its traps."""
 
 
 def solve(x, options):
@@ -46,7 +32,18 @@ _SETTINGS = (("cos", 3), ("cos", 3), ("sin", 3), ("cos", 4), ("sin", 3))
 """The checker's calls, in order: an equal instance made afresh, then each field changed, then back."""
 
 
-@exercise_checker("Exercise 1 (a configuration that jit can key on)")
+@exercise_checker(
+    hints=(
+        "jit looks a static argument up in a dictionary: instances must be hashable, equal when"
+        " their fields are equal, and impossible to change once made.",
+        "You need not write __eq__ and __hash__ by hand: the standard library's dataclasses can"
+        " generate both from the fields and also forbid assignment (look at the decorator's "
+        "options; a typing.NamedTuple works too). Keep the fields in the order method, n_iter. "
+        "The traps: a plain class (equal only to itself), a dataclass that can still be changed"
+        " (eq=True alone makes it unhashable, unsafe_hash=True leaves it changeable), and an "
+        "__eq__ that ignores a field.",
+    )
+)
 def check_solver_options(SolverOptions: type) -> None:
     """Checks a class `SolverOptions(method, n_iter)` used as a static argument of
     `jax.jit(solve, static_argnums=1)`: equal instances share one trace, instances that differ in

@@ -1,4 +1,4 @@
-"""Checker of the vmap chapter's Exercise 4: clipped per-example gradients."""
+"""Checker of the vmap chapter's exercise on clipped per-example gradients."""
 
 from __future__ import annotations
 
@@ -153,7 +153,12 @@ def _equation_count(answer, args: tuple, what: str) -> int:
     return len(primitive_names(traced_program(answer, *args, what=what, hints=_PYTHON_MIN_HINTS)))
 
 
-@exercise_checker("Exercise 4 (clipped per-example gradients)")
+@exercise_checker(
+    hints=(
+        "First get one gradient per example from the loss you are given: jax.grad differentiates one example's loss, and jax.vmap maps it over the examples with w shared.",
+        "grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys) has shape (n, len(w)). Take each row's L2 norm (axis=1, keepdims=True), scale each row by jnp.minimum(1.0, max_norm / norm), then average over the examples (axis=0). An all-zero gradient gives max_norm / 0 = inf, which jnp.minimum turns into 1; no Python min() or if, since max_norm is traced under jit.",
+    )
+)
 def check_clipped_mean_grad(clipped_mean_grad) -> None:
     """`clipped_mean_grad(loss, weights, xs, ys, max_norm)`: the mean of the per-example gradients
     of any per-example `loss(weights, x, y)`, each clipped to L2 norm at most `max_norm`; eagerly
@@ -220,12 +225,3 @@ def check_clipped_mean_grad(clipped_mean_grad) -> None:
         "with jax.vmap(jax.grad(loss), in_axes=(None, 0, 0)).",
         what="clipped_mean_grad",
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_clipped_mean_grad": (
-        "First get one gradient per example from the loss you are given: jax.grad differentiates one example's loss, and jax.vmap maps it over the examples with w shared.",
-        "grads = jax.vmap(jax.grad(loss), in_axes=(None, 0, 0))(w, xs, ys) has shape (n, len(w)). Take each row's L2 norm (axis=1, keepdims=True), scale each row by jnp.minimum(1.0, max_norm / norm), then average over the examples (axis=0). An all-zero gradient gives max_norm / 0 = inf, which jnp.minimum turns into 1; no Python min() or if, since max_norm is traced under jit.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

@@ -1,4 +1,4 @@
-"""Checker of the vmap chapter's Exercise 3: pairwise distances with nested vmap."""
+"""Checker of the vmap chapter's exercise on pairwise distances with nested vmap."""
 
 from __future__ import annotations
 
@@ -31,7 +31,12 @@ _ZIPPED_HINTS = (
 )
 
 
-@exercise_checker("Exercise 3 (pairwise distances with nested vmap)")
+@exercise_checker(
+    hints=(
+        "One vmap pairs xs[i] with ys[i]. To get every pair, map twice: first one point of xs against all of ys, then that over all of xs.",
+        "Inner: jax.vmap(sq_dist, in_axes=(None, 0)), one x against every y, shape (m,). Outer: jax.vmap(inner, in_axes=(0, None)) over xs, so the rows are indexed by xs, shape (n, m). Use sq_dist as given: squared differences, no square root; no Python loop over the points.",
+    )
+)
 def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
     """`pairwise_sq_dists(xs, ys)[i, j] == sum((xs[i] - ys[j]) ** 2)`, shape (n, m), with two
     nested `vmap`s (eagerly and under `jax.jit`)."""
@@ -109,12 +114,3 @@ def check_pairwise_sq_dists(pairwise_sq_dists) -> None:
         "of ys.",
         what="pairwise_sq_dists",
     )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_pairwise_sq_dists": (
-        "One vmap pairs xs[i] with ys[i]. To get every pair, map twice: first one point of xs against all of ys, then that over all of xs.",
-        "Inner: jax.vmap(sq_dist, in_axes=(None, 0)), one x against every y, shape (m,). Outer: jax.vmap(inner, in_axes=(0, None)) over xs, so the rows are indexed by xs, shape (n, m). Use sq_dist as given: squared differences, no square root; no Python loop over the points.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

@@ -1,4 +1,4 @@
-"""Checker of the vmap chapter's Exercise 2: a vmap-friendly positive mean."""
+"""Checker of the vmap chapter's exercise on a vmap-friendly positive mean."""
 
 from __future__ import annotations
 
@@ -42,7 +42,12 @@ _NO_POSITIVE_ROWS = np.flatnonzero(~(_POSITIVE_MEAN_ROWS > 0).any(axis=1))
 """The test rows with no positive entry, whose answer is 0.0."""
 
 
-@exercise_checker("Exercise 2 (a vmap-friendly positive mean)")
+@exercise_checker(
+    hints=(
+        "Under vmap every row must give arrays of the same shape, so x[x > 0] (whose length depends on the values) is out. Keep all the entries and make the unwanted ones harmless instead.",
+        "Two reductions over the whole row: the sum of jnp.where(x > 0, x, 0.0) and the count (x > 0).sum(). Strictly positive: zeros do not count. A row with no positive entry has count 0 and must give 0.0, not a NaN: divide by jnp.maximum(count, 1), and choose with jnp.where, never a Python if.",
+    )
+)
 def check_positive_mean(positive_mean) -> None:
     """`positive_mean(x)` on one vector works eagerly, under `vmap` and under `jit(vmap(...))`."""
     rows = jnp.asarray(_POSITIVE_MEAN_ROWS)
@@ -118,12 +123,3 @@ def check_positive_mean(positive_mean) -> None:
             f"{how}: expected {_POSITIVE_MEAN_EXPECTED.tolist()} for the test rows, got "
             f"{result.round(4).tolist()}.",
         )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_positive_mean": (
-        "Under vmap every row must give arrays of the same shape, so x[x > 0] (whose length depends on the values) is out. Keep all the entries and make the unwanted ones harmless instead.",
-        "Two reductions over the whole row: the sum of jnp.where(x > 0, x, 0.0) and the count (x > 0).sum(). Strictly positive: zeros do not count. A row with no positive entry has count 0 and must give 0.0, not a NaN: divide by jnp.maximum(count, 1), and choose with jnp.where, never a Python if.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""

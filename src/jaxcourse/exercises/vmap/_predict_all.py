@@ -1,4 +1,4 @@
-"""Checker of the vmap chapter's Exercise 1: a shared argument, in_axes=None."""
+"""Checker of the vmap chapter's exercise on a shared argument, in_axes=None."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ from ._common import (
 )
 
 
-@exercise_checker("Exercise 1 (a shared argument: in_axes=None)")
+@exercise_checker(
+    hints=(
+        "Start from affine, written for one example, and let jax.vmap add the batch axis. in_axes takes one entry per argument of affine: 0 for an argument cut into one slice per example, None for an argument every example shares.",
+        "Only xs has one row per example; the weights and the bias are shared, so in_axes is (None, None, 0). The default maps every argument, and with as many examples as rows of the weights it runs without error and pairs example i with row i and bias[i]. Keep the batch axis first (out_axes=0) and the float32 of the inputs.",
+    )
+)
 def check_predict_all(predict_all) -> None:
     """`predict_all(weights, bias, xs)` returns `xs @ weights.T + bias`, one row per example,
     computed with `jax.vmap` (eagerly and under `jax.jit`).
@@ -146,12 +151,3 @@ _MAPPED_SHARED_HINTS = (
         "with in_axes=(None, None, 0)",
     ),
 )
-
-
-HINTS: dict[str, tuple[str, ...]] = {
-    "check_predict_all": (
-        "Start from affine, written for one example, and let jax.vmap add the batch axis. in_axes takes one entry per argument of affine: 0 for an argument cut into one slice per example, None for an argument every example shares.",
-        "Only xs has one row per example; the weights and the bias are shared, so in_axes is (None, None, 0). The default maps every argument, and with as many examples as rows of the weights it runs without error and pairs example i with row i and bias[i]. Keep the batch axis first (out_axes=0) and the float32 of the inputs.",
-    ),
-}
-"""The hint ladder of this exercise: a nudge before any attempt, then a more specific hint."""
