@@ -267,3 +267,18 @@ def passes(compiled: jax.stages.Compiled, shape: tuple[int, ...]) -> list[Pass]:
             )
         )
     return result
+
+
+class PassTotals(NamedTuple):
+    """What a list of `Pass`es adds up to: `(n, p)` arrays written and read, and bytes."""
+
+    writes: int
+    reads: int
+    bytes: int
+
+
+def pass_totals(found: list[Pass]) -> PassTotals:
+    """The sums of `passes(...)`: arrays written, arrays read, bytes."""
+    return PassTotals(
+        sum(p.writes for p in found), sum(p.reads for p in found), sum(p.bytes for p in found)
+    )
