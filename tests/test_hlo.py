@@ -147,3 +147,18 @@ def test_one_all_reduce_of_many_arrays_is_counted_once_with_all_its_bytes(n_arra
     ]
     assert collectives(sums, *arrays) == [("all-reduce", n_arrays * 2 * 3 * 4)]
     assert collective_counts(sums, *arrays)["all-reduce"] == 1
+
+
+def test_passes_count_what_each_instruction_reads_and_writes():
+    """`passes`: an elementwise product of two (n, p) arrays reads two and writes one, in bytes
+    as XLA's cost analysis counts them; a sum of it reads two and writes none."""
+    from jaxcourse import roofline
+    from jaxcourse.hlo import passes
+
+    args = operands(SHAPE)
+    product = jax.jit(lambda a, b: a * b + 1.0).lower(*args).compile()
+    (one,) = passes(product, SHAPE)
+    assert (one.opcode, one.reads, one.writes) == ("fusion", 2, 1)
+    assert one.bytes == 3 * 4 * SHAPE[0] * SHAPE[1] == roofline.cost(product).bytes_accessed
+    summed = passes(jax.jit(plain_sum).lower(*args).compile(), SHAPE)
+    assert sum(p.reads for p in summed) == 2 and sum(p.writes for p in summed) == 0

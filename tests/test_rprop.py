@@ -165,6 +165,17 @@ def test_newton_momentum_carries_the_last_update_while_it_points_downhill():
     np.testing.assert_allclose(np.asarray(uphill), [0.5, 0.0])
 
 
+def test_newton_momentum_restarts_entry_by_entry():
+    """With restart="entry", only the entries where g_ij * v_ij > 0 drop their momentum; the
+    same state and gradient as above, where the summed slope drops it for every entry."""
+    opt = newton_momentum(1.0, momentum=0.5, restart="entry")
+    x = jnp.array([0.0, 0.0])
+    c = jnp.array([1.0, 1.0])
+    _, state = opt.update(jnp.array([1.0, 1.0]), opt.init(x), x, curvature=c)  # v = [-1, -1]
+    mixed, _ = opt.update(jnp.array([-0.5, 2.0]), state, x, curvature=c)  # g * v = [0.5, -2]
+    np.testing.assert_allclose(np.asarray(mixed), [0.5, -2.5])
+
+
 def test_newton_momentum_beats_plain_newton_on_an_ill_conditioned_quadratic():
     """Diagonal Newton creeps along a coupled direction; the momentum gets there far sooner."""
     hessian = jnp.array([[1.0, 0.99], [0.99, 1.0]])
@@ -189,6 +200,7 @@ def test_newton_momentum_beats_plain_newton_on_an_ill_conditioned_quadratic():
         ({"momentum": 1.0}, "momentum"),
         ({"momentum": -0.1}, "momentum"),
         ({"learning_rate": 0.0}, "learning_rate"),
+        ({"restart": "row"}, "restart"),
     ],
 )
 def test_newton_momentum_rejects_bad_settings(kwargs, match):

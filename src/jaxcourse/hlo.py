@@ -6,6 +6,7 @@ import math
 import re
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 import jax
 
@@ -199,3 +200,85 @@ def collective_counts(fn: Callable, *args, **kwargs) -> dict[str, int]:
     for opcode, _ in collectives(fn, *args, **kwargs):
         counts[opcode] += 1
     return counts
+
+
+class Pass(NamedTuple):
+    """One top-level instruction of a compiled program: a loop over memory (a fusion), a
+    library call (a matrix product, a LAPACK routine) or a copy.
+
+    Attributes:
+        name: XLA's name for it, such as `add_exponential_fusion`.
+        opcode: `fusion`, `dot`, `custom-call`, `copy`, ...
+        bytes: the bytes it reads (its operands) and writes (its result), as in memory.
+        reads: how many of its operands hold at least half as many entries as `shape`.
+        writes: 1 if its result holds at least half as many entries as `shape`, else 0.
+    """
+
+    name: str
+    opcode: str
+    bytes: int
+    reads: int
+    writes: int
+
+
+_TYPED_INSTRUCTION = re.compile(
+    r"^\s*(?:ROOT\s+)?%(?P<name>[\w.\-]+)\s*=\s*(?P<type>\(.*?\)|\S+)\s+(?P<opcode>[a-z][\w\-]*)\((?P<rest>.*)$"
+)
+_BOOKKEEPING = ("parameter", "get-tuple-element", "tuple", "bitcast", "constant")
+
+
+def passes(compiled: jax.stages.Compiled, shape: tuple[int, ...]) -> list[Pass]:
+    """The passes of `compiled`'s entry computation, in program order (see `Pass`): what one run
+    of it reads and writes, instruction by instruction. Parameters, constants, tuple plumbing and
+    bitcasts move nothing and are left out. For the body of a loop compiled on its own
+    (`roofline.loop_body_program`), the passes of one iteration.
+
+    `reads` and `writes` count the arrays of at least half the size of `shape` (as
+    `intermediate_arrays` does): the passes over the `(n, p)` data, in the PLN fits.
+    """
+    text = _text(compiled)
+    lines = _computations(text)[_entry_name(text)]
+    types, found = {}, []
+    for line in lines:
+        match = _TYPED_INSTRUCTION.match(_ANNOTATIONS.sub("", line))
+        if match:
+            types[match["name"]] = match["type"]
+            found.append(match)
+    at_least = math.prod(shape) / 2
+
+    def entries(type_text: str) -> int:
+        return sum(math.prod(_shape(m["dims"])) for m in _ARRAY_TYPE.finditer(type_text))
+
+    result = []
+    for match in found:
+        if match["opcode"] in _BOOKKEEPING:
+            continue
+        operand_text = match["rest"].split("), ")[0]
+        operands = [
+            types[name] for name in re.findall(r"%([\w.\-]+)", operand_text) if name in types
+        ]
+        result.append(
+            Pass(
+                name=match["name"],
+                opcode=match["opcode"],
+                bytes=_result_bytes(match["type"]) + sum(_result_bytes(t) for t in operands),
+                reads=sum(entries(t) >= at_least for t in operands),
+                writes=int(entries(match["type"]) >= at_least),
+            )
+        )
+    return result
+
+
+class PassTotals(NamedTuple):
+    """What a list of `Pass`es adds up to: `(n, p)` arrays written and read, and bytes."""
+
+    writes: int
+    reads: int
+    bytes: int
+
+
+def pass_totals(found: list[Pass]) -> PassTotals:
+    """The sums of `passes(...)`: arrays written, arrays read, bytes."""
+    return PassTotals(
+        sum(p.writes for p in found), sum(p.reads for p in found), sum(p.bytes for p in found)
+    )

@@ -155,9 +155,13 @@ def _pln_kernel(
     variance = sqrt_var * sqrt_var
     rate = jnp.exp(offsets_ref[...] + mean + 0.5 * variance)
     grad_mean_ref[...] = counts - rate - residual_precision_ref[...]
-    grad_sqrt_var_ref[...] = 1.0 / sqrt_var - sqrt_var * (rate + diag_precision)
+    inverse = 1.0 / sqrt_var
+    grad_sqrt_var_ref[...] = inverse - sqrt_var * (rate + diag_precision)
     curvature_mean_ref[...] = rate + diag_precision
-    curvature_sqrt_var_ref[...] = 1.0 / variance + rate * (1.0 + variance) + diag_precision
+    # profiled.evaluate's form, rounded alike (it is written so for XLA's sake, see there)
+    curvature_sqrt_var_ref[...] = (
+        inverse * inverse + rate + sqrt_var * (rate * sqrt_var) + diag_precision
+    )
     terms = counts * (mean + shifted_ref[...]) + counts - rate + jnp.log(jnp.abs(sqrt_var))
     # Rows past the edge of the last row block hold padding (NaN in interpret mode, anything
     # on hardware): leave them out of the sum. Columns past the edge are dropped on writing.

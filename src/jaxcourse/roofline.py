@@ -190,6 +190,17 @@ def loop_body_cost(fn: Callable, *args) -> Cost:
     Raises:
         ValueError: `fn` runs no `while_loop` or `scan`.
     """
+    return cost(loop_body_program(fn, *args))
+
+
+def loop_body_program(fn: Callable, *args) -> jax.stages.Compiled:
+    """The body of the outermost `lax.while_loop` or `lax.scan` that `fn(*args)` runs, taken
+    out of the traced program and compiled on its own (see `loop_body_cost`): one iteration,
+    whose compiled text (`jaxcourse.hlo.passes`) lists the loops over memory it runs.
+
+    Raises:
+        ValueError: `fn` runs no `while_loop` or `scan`.
+    """
     import jax.extend.core as jex
 
     found = list(_loops(jax.make_jaxpr(fn)(*args)))
@@ -202,7 +213,7 @@ def loop_body_cost(fn: Callable, *args) -> Cost:
     eqn = max(depth_loops, key=lambda eqn: len(_body(eqn).jaxpr.eqns))
     body = _body(eqn)
     specs = [jax.ShapeDtypeStruct(var.aval.shape, var.aval.dtype) for var in body.jaxpr.invars]
-    return cost(jax.jit(jex.jaxpr_as_fun(body)).lower(*specs).compile())
+    return jax.jit(jex.jaxpr_as_fun(body)).lower(*specs).compile()
 
 
 def _body(eqn):

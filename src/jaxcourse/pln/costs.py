@@ -8,7 +8,8 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from ..roofline import Cost, cost_of, loop_body_cost
+from .. import hlo
+from ..roofline import Cost, cost_of, loop_body_cost, loop_body_program
 from ._algorithm import ADAM, init_variational, update_step
 from ._data import PLNData
 from ._model import closed_form_params
@@ -65,7 +66,32 @@ def _shared_iteration_cost(data: PLNData, optimizer) -> Cost:
     )
 
 
-def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:
+def _profiled_loop(data: PLNData, optimizer):
+    """Level 5's loop as `roofline.loop_body_cost` takes it: the function and its arguments."""
     loop = partial(run_loop, n_iter=2, optimizer=optimizer)
     tol = jnp.asarray(DEFAULT_TOL, data.counts.dtype)
-    return loop_body_cost(loop, prepare(data), init_variational(data), tol)
+    return loop, prepare(data), init_variational(data), tol
+
+
+def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:
+    return loop_body_cost(*_profiled_loop(data, optimizer))
+
+
+def iteration_passes(
+    data: PLNData, *, optimizer: optax.GradientTransformation | None = None
+) -> list[hlo.Pass]:
+    """The passes of one level-5 iteration on `data`, in program order (`hlo.Pass`): the body of
+    its `while_loop` compiled on its own (`roofline.loop_body_program`), instruction by
+    instruction, with the bytes each reads and writes and how many `(n, p)` arrays. Their bytes
+    add up to about the iteration's `Cost.bytes_accessed` (XLA counts a few scalars otherwise).
+
+    Args:
+        data: the data the fit runs on; its counts' shape is the `(n, p)` counted.
+        optimizer: level 5's optimizer; `level5.RPROP` when None.
+    """
+    if optimizer is None:
+        from .level5 import RPROP
+
+        optimizer = RPROP
+    program = loop_body_program(*_profiled_loop(data, optimizer))
+    return hlo.passes(program, data.counts.shape)

@@ -242,8 +242,7 @@ def evaluate(
         return _evaluate_with_kernel(problem, variational, reduce, with_elbo)
     counts, covariates = problem.counts, problem.covariates
     mean, sqrt_var = variational
-    variance = jnp.square(sqrt_var)
-    rate = jnp.exp(problem.offsets + mean + 0.5 * variance)
+    rate = jnp.exp(problem.offsets + mean + 0.5 * jnp.square(sqrt_var))
     coef = problem.gram_inverse @ reduce(covariates.T @ mean)
     residuals = mean - covariates @ coef
     # S, not S^2: the operands of a lax.cond are arrays in memory, and S^2 need not be one.
@@ -252,19 +251,26 @@ def evaluate(
         local_poisson = _poisson_sum(*terms)
     else:
         local_poisson = jax.lax.cond(with_elbo, _poisson_sum, _no_poisson_sum, *terms)
-    poisson, scatter = reduce((local_poisson, scatter_matrix(residuals, variance)))
+    # S^2 for the column sums of the scatter matrix is squared from S behind an optimization
+    # barrier, and the curvature is written S (A S) and 1/S 1/S: so S^2 is not one value that
+    # XLA's CSE shares between them and the rate, which made XLA write S^2 to memory for those
+    # column sums (a YNNPACK reduction on a CPU) at every iteration. The numbers are the same;
+    # tests/test_pln_costs.py checks it is not written.
+    barred_variance = jnp.square(jax.lax.optimization_barrier(sqrt_var))
+    poisson, scatter = reduce((local_poisson, scatter_matrix(residuals, barred_variance)))
     n_samples = problem.n_samples
     covariance = scatter / n_samples
     chol, precision = cholesky_and_precision(covariance)
     elbo = _elbo(poisson, problem, chol)
     diag_precision = jnp.diagonal(precision)
+    inverse = 1.0 / sqrt_var
     grad = Variational(
         counts - rate - residuals @ precision,
-        1.0 / sqrt_var - sqrt_var * (rate + diag_precision),
+        inverse - sqrt_var * (rate + diag_precision),
     )
     curvature = Variational(
         rate + diag_precision,
-        1.0 / variance + rate * (1.0 + variance) + diag_precision,
+        inverse * inverse + rate + sqrt_var * (rate * sqrt_var) + diag_precision,
     )
     return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance))
 
