@@ -40,8 +40,7 @@ def test_every_checker_a_chapter_uses_has_a_solution_that_calls_it(name):
         re.search(rf"\b{checker.__name__}\(", path.read_text())
         for path in (ROOT / "chapters").glob("*.qmd")
     )
-    if not used:
-        pytest.skip(f"{name} is not an exercise of any chapter")
+    assert used, f"{name} is not an exercise of any chapter"
     help_ = checker.solution()
     assert help_.code, f"{name}: no stored solution (run python -m tools.notebooks)"
     assert checker.__name__ in CHAPTER_CALLS.findall(help_.code)

@@ -28,7 +28,7 @@ def _aliased_bytes(add_in_place, x, y) -> int:
 
 @exercise_checker(
     hints=(
-        "The kernel is the vector add of Exercise 1; what is new is one argument of "
+        "The kernel is the first exercise's vector add on a grid; what is new is one argument of "
         "pl.pallas_call, input_output_aliases, a dict from input index to output index.",
         "input_output_aliases={0: 0}: output 0 is written into input 0's buffer (x's, not "
         "y's). Under jax.jit with donate_argnums=0 the output then takes no memory of its own.",

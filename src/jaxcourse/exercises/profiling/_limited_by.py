@@ -93,8 +93,8 @@ def _predictions(intensities: dict) -> dict:
 
 @exercise_checker(
     hints=(
-        "Compare the program's intensity (FLOPs per byte, as in Exercise 1) with the "
-        "machine's ridge.",
+        "Compare the program's intensity (FLOPs per byte, as in the arithmetic-intensity "
+        "exercise) with the machine's ridge.",
         "The ridge is peak_flops / bandwidth, in FLOPs per byte; below it the program is "
         "'memory'-bound, at or above it 'compute'-bound. Compute the intensity of the "
         "compiled program for this x; the answer depends on the machine, so never a fixed "
