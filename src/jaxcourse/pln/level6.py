@@ -35,7 +35,7 @@ from ._algorithm import (
 )
 from ._data import PLNData
 from ._model import Variational
-from .convergence import DEFAULT_TOL, check_tol, run_loop
+from .convergence import DEFAULT_MONITOR_EVERY, DEFAULT_TOL, check_tol, run_loop
 from .level5 import (
     BLAS_THREADS,
     RPROP,
@@ -89,7 +89,7 @@ def fit(
     *,
     optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
-    monitor_every: int = 1,
+    monitor_every: int = DEFAULT_MONITOR_EVERY,
     blas_threads: int | None = BLAS_THREADS,
     mesh: Mesh | None = None,
     separation_limit: bool = True,
@@ -128,7 +128,12 @@ def fit(
             blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options
         )
 
-    result = push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    result = run(n_iter)
+    if int(result.status) == DIVERGED and monitor_every > 1:
+        # Replayed with a full trace, to find the first non-finite ELBO among the skipped ones.
+        options["monitor_every"] = 1
+        result = run(n_iter)
+    result = push_to_limit(report_divergence(result, run), data.offsets, held)
     return mark_separated(result, found)
 
 
