@@ -227,7 +227,9 @@ def fit_many(
     `keys`), each fitted from `init_variational`.
 
     The batched `while_loop` runs until every fit has stopped; a fit that stopped earlier
-    keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`.
+    keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`. It
+    computes the ELBO at every iteration (`monitor_every=1`): under `vmap` the `lax.cond` that
+    skips it would run both branches, so skipping would save nothing.
 
     Quasi-separation is looked for in every data set and handled as `level5.fit` does
     (`separation_limit`), with one warning for all; fits that diverge warn once together and
