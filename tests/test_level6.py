@@ -79,7 +79,14 @@ def test_vmapped_restarts_equal_separate_fits(key):
         many = level6.fit_many(data, 80, keys=keys, tol=1e-9)
         starts = level6.random_starts(data, keys)
         for i in range(3):
-            one = level5.fit(data, 80, tol=1e-9, start=jax.tree.map(lambda a: a[i], starts))  # noqa: B023
+            # fit_many monitors every iteration (under vmap a lax.cond would run both branches).
+            one = level5.fit(
+                data,
+                80,
+                tol=1e-9,
+                monitor_every=1,
+                start=jax.tree.map(lambda a: a[i], starts),  # noqa: B023
+            )
             assert int(many.n_steps[i]) == int(one.n_steps)
             np.testing.assert_allclose(
                 np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11
@@ -99,7 +106,7 @@ def test_vmapped_datasets_equal_separate_fits(key):
         many = level6.fit_many(datasets, 60, tol=1e-9)
         assert many.elbo_trace.shape == (3, 60)
         for i, data in enumerate(datasets):
-            one = level5.fit(data, 60, tol=1e-9)
+            one = level5.fit(data, 60, tol=1e-9, monitor_every=1)  # as fit_many
             np.testing.assert_allclose(
                 np.asarray(many.elbo_trace[i]), np.asarray(one.elbo_trace), rtol=1e-11
             )

@@ -24,14 +24,6 @@ def test_plain_container_error_shown_in_the_levels_chapter():
         pln.level3.fit(pln.load_oaks(), 10, container=pln.level3.PlainContainer)
 
 
-def test_monitor_every_error_shown_in_the_benchmark_chapter():
-    with pytest.raises(
-        ValueError,
-        match=r"monitor_every must be a positive divisor of TOL_WINDOW = 50, so that the tolerance test compares two computed ELBOs; got 7",
-    ):
-        pln.level5.fit(pln.load_oaks(), 100, monitor_every=7)
-
-
 def test_the_elbo_is_the_exact_expected_log_density_plus_entropy():
     """The model chapter's reading of the ELBO formula: its two lines are the expected Poisson and
     Gaussian log-densities plus the entropy of q up to constants, and the +np/2 is what is left of

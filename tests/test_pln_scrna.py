@@ -55,8 +55,9 @@ def test_the_course_converges_and_ends_at_or_above_pyplnmodels(scrna):
     ours = bench.float64_profiled_elbo(data, fit.variational)
     theirs = bench.float64_profiled_elbo(data, reference.variational)
     assert ours >= theirs - 1e-3, (ours, theirs)
-    # The float64 score of our fit agrees with the fit's own float32 trace (the same convention).
-    assert abs(ours - float(fit.elbo_trace[int(fit.n_steps) - 1])) < 0.1
+    # The float64 score of our fit agrees with the fit's own float32 trace (the same convention),
+    # whose entry at n_steps is the ELBO of the returned point (computed even on a sparse trace).
+    assert abs(ours - float(fit.elbo_trace[int(fit.n_steps)])) < 0.1
 
 
 def test_pyplnmodels_stops_at_its_cap_without_converging(scrna):

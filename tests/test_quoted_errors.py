@@ -214,12 +214,6 @@ def _all_gather_declared_replicated():
         )(x)
 
 
-def _monitor_every():
-    from jaxcourse import pln
-
-    pln.level5.fit(pln.load_oaks(), 100, monitor_every=7)
-
-
 def _cost_of_a_function_never_compiled():
     from jaxcourse import roofline
 
@@ -315,7 +309,6 @@ REPRODUCERS = {
     "... does not match the specs of the input": _unsharded_shard_map_input,
     "Cannot abstractly evaluate a checkify.check which was not functionalized": _check_without_checkify,
     "Explicitly requested dtype float64": _float64_without_x64,
-    "monitor_every must be a positive divisor of TOL_WINDOW": _monitor_every,
     "to provide output PartitionSpec for the gather indexing": _index_a_split_axis,
     "Received incompatible devices for jitted computation": _committed_to_one_device_under_set_mesh,
     "Sharding passed to jit does not match the sharding on the respective arg": _committed_input_with_another_sharding,

@@ -18,7 +18,6 @@ import optax
 from .. import optim
 from ..pln import PLNData, level0, level1, level2, level3, level4, level5, level6, trace_pyplnmodels
 from ..pln._reference import earliest_stop, pyplnmodels_defaults
-from ..pln.convergence import TOL_WINDOW
 
 OUR_START = "init_variational: M = log(Y + 1) - O, S = 1/2"
 """The start of every level (`pln.init_variational`)."""
@@ -99,9 +98,7 @@ def stopping_rule(method: Method) -> str:
     tol = method.settings().get("tol")
     if tol is None:
         return "all n_iter steps"
-    return (
-        f"mean ELBO change over {TOL_WINDOW} iterations below tol x |ELBO| (tol={tol:g}), or n_iter"
-    )
+    return f"Newton decrement below tol x |ELBO| (tol={tol:g}), or n_iter"
 
 
 def method_card(method: Method) -> dict[str, str]:

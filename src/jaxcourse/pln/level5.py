@@ -1,5 +1,5 @@
 """Level 5: the profiled ELBO with hand-derived gradients, one fused pass per iteration, and a
-`lax.while_loop` that stops once the ELBO stops changing.
+`lax.while_loop` that stops once a Newton step would gain almost nothing.
 
 The maths lives in `profiled` (the prepared `Problem` and `evaluate`: J, its gradient and a
 diagonal curvature in one pass) and the loop in `convergence` (`run_loop`); this module
@@ -18,10 +18,22 @@ import optax
 
 from ..config import check_thread_limit, limit_blas_threads
 from ..optim import newton_momentum, newton_rprop, rprop
-from ._algorithm import FitResult, check_fit_arguments, init_variational, report_divergence
+from ._algorithm import (
+    DIVERGED,
+    FitResult,
+    check_fit_arguments,
+    init_variational,
+    report_divergence,
+)
 from ._data import PLNData
 from ._model import Variational
-from .convergence import DEFAULT_TOL, check_monitor_every, check_tol, run_loop
+from .convergence import (
+    DEFAULT_MONITOR_EVERY,
+    DEFAULT_TOL,
+    check_monitor_every,
+    check_tol,
+    run_loop,
+)
 from .profiled import Problem, check_kernel, prepare
 from .separation import (
     Separation,
@@ -123,7 +135,7 @@ def fit(
     *,
     optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
-    monitor_every: int = 1,
+    monitor_every: int = DEFAULT_MONITOR_EVERY,
     blas_threads: int | None = BLAS_THREADS,
     start: Variational | None = None,
     separation_limit: bool = True,
@@ -131,8 +143,8 @@ def fit(
 ) -> FitResult:
     """Fits the PLN model by at most `n_iter` steps on the profiled ELBO.
 
-    Where level 5 differs from levels 0-4: it stops early once the ELBO stops changing
-    (`tol`), so `n_steps` can be below `n_iter`; it can compute the ELBO's value only every
+    Where level 5 differs from levels 0-4: it stops early once a Newton step would gain
+    almost nothing (`tol`), so `n_steps` can be below `n_iter`; it can compute the ELBO's value only every
     `monitor_every` iterations; it can start from a given point (`start`); and it waits for its
     result (to hold its BLAS thread limit).
 
@@ -142,10 +154,13 @@ def fit(
         optimizer: any optax transformation, applied to the gradient of -J in (M, S).
             Those built with `optax.GradientTransformationExtraArgs` also get `curvature=`
             (see `profiled.Evaluation`), `value=` and `reduce=` (see `convergence.run_loop`).
-        tol: stop when the ELBO changes by less than `tol` times its size per iteration,
-            on average over the last `TOL_WINDOW` iterations; 0 runs all `n_iter` steps.
-        monitor_every: compute the ELBO's value only every this many iterations (a divisor of
-            `TOL_WINDOW`; static): 1 for a complete trace; see `convergence.run_loop`.
+        tol: stop when the ELBO gain a per-entry Newton step still predicts (the Newton
+            decrement, `convergence.newton_decrement`) is below `tol` times the ELBO's size;
+            0 runs all `n_iter` steps.
+        monitor_every: compute the ELBO and the decrement only every this many iterations
+            (`convergence.DEFAULT_MONITOR_EVERY`; static): 1 for a complete trace; see
+            `convergence.run_loop`. A fit that diverges is replayed with 1, to find its last
+            finite iterate.
         blas_threads: the most BLAS/LAPACK threads during the fit (`BLAS_THREADS`), or None
             to leave the process as it is.
         start: the `(n, p)` M and S to start from; `init_variational(data)` by default.
@@ -188,5 +203,10 @@ def fit(
             blas_threads, fit_compiled, problem, start, traced_tol, step_limit, **options
         )
 
-    result = push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    result = run(n_iter)
+    if int(result.status) == DIVERGED and monitor_every > 1:
+        # Replayed with a full trace, to find the first non-finite ELBO among the skipped ones.
+        options["monitor_every"] = 1
+        result = run(n_iter)
+    result = push_to_limit(report_divergence(result, run), data.offsets, held)
     return mark_separated(result, found)

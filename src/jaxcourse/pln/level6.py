@@ -35,7 +35,7 @@ from ._algorithm import (
 )
 from ._data import PLNData
 from ._model import Variational
-from .convergence import DEFAULT_TOL, check_tol, run_loop
+from .convergence import DEFAULT_MONITOR_EVERY, DEFAULT_TOL, check_tol, run_loop
 from .level5 import (
     BLAS_THREADS,
     RPROP,
@@ -89,7 +89,7 @@ def fit(
     *,
     optimizer: optax.GradientTransformation = RPROP,
     tol: float = DEFAULT_TOL,
-    monitor_every: int = 1,
+    monitor_every: int = DEFAULT_MONITOR_EVERY,
     blas_threads: int | None = BLAS_THREADS,
     mesh: Mesh | None = None,
     separation_limit: bool = True,
@@ -128,7 +128,12 @@ def fit(
             blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options
         )
 
-    result = push_to_limit(report_divergence(run(n_iter), run), data.offsets, held)
+    result = run(n_iter)
+    if int(result.status) == DIVERGED and monitor_every > 1:
+        # Replayed with a full trace, to find the first non-finite ELBO among the skipped ones.
+        options["monitor_every"] = 1
+        result = run(n_iter)
+    result = push_to_limit(report_divergence(result, run), data.offsets, held)
     return mark_separated(result, found)
 
 
@@ -222,7 +227,9 @@ def fit_many(
     `keys`), each fitted from `init_variational`.
 
     The batched `while_loop` runs until every fit has stopped; a fit that stopped earlier
-    keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`.
+    keeps its result (JAX's batching rule freezes it) and reports its own `n_steps`. It
+    computes the ELBO at every iteration (`monitor_every=1`): under `vmap` the `lax.cond` that
+    skips it would run both branches, so skipping would save nothing.
 
     Quasi-separation is looked for in every data set and handled as `level5.fit` does
     (`separation_limit`), with one warning for all; fits that diverge warn once together and
