@@ -9,6 +9,7 @@ stop at the same ELBO, to within float32's resolution of the ELBO, scored in flo
 import warnings
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -112,7 +113,7 @@ def test_the_new_rule_is_not_decided_by_float32_rounding_of_the_elbo(case):
         warnings.simplefilter("ignore", SeparationWarning)
         problem, _, _ = level5.prepare_checked(data, True)
     evaluation = profiled.evaluate(problem, fit.variational)
-    decrement = float(convergence.newton_decrement(evaluation))
+    decrement = float(profiled.newton_decrement(evaluation))
     elbo = abs(float(evaluation.elbo))
     assert 0 < decrement < convergence.DEFAULT_TOL * elbo < np.finfo(np.float32).eps * elbo
 
@@ -126,7 +127,18 @@ def test_newton_decrement_is_half_the_newton_step_times_the_gradient():
         float(np.sum(np.asarray(g, np.float64) ** 2 / np.asarray(c, np.float64)))
         for g, c in zip(evaluation.grad, evaluation.curvature)
     )
-    np.testing.assert_allclose(float(convergence.newton_decrement(evaluation)), expected, rtol=1e-5)
+    np.testing.assert_allclose(float(profiled.newton_decrement(evaluation)), expected, rtol=1e-5)
+    # evaluate's own decrement, computed beside the Poisson sum, is the same number, for both
+    # kernels, and NaN with the ELBO where with_elbo is false (a traced False, as in the loop)
+    for kernel in profiled.KERNELS:
+        at_start = profiled.evaluate(problem, level5.init_variational(data), kernel=kernel)
+        np.testing.assert_allclose(float(at_start.decrement), expected, rtol=1e-5)
+        skipped = jax.jit(
+            lambda v, kernel=kernel: profiled.evaluate(
+                problem, v, with_elbo=jnp.asarray(False), kernel=kernel
+            )
+        )(level5.init_variational(data))
+        assert np.isnan(float(skipped.decrement)) and np.isnan(float(skipped.elbo))
 
 
 @pytest.mark.parametrize(

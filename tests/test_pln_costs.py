@@ -5,11 +5,16 @@ import pytest
 
 from jaxcourse.hlo import pass_totals
 from jaxcourse.optim import newton_momentum
-from jaxcourse.pln import level5, load_oaks
+from jaxcourse.pln import convergence, level5, load_oaks
 from jaxcourse.pln.constants import OAKS100_COPIES
 from jaxcourse.pln.costs import iteration_cost, iteration_passes
 
 pytestmark = pytest.mark.slow
+
+
+SPARSE = convergence.DEFAULT_MONITOR_EVERY
+HEAVY_BALL = newton_momentum(1.0, momentum=0.9, restart=False)
+ENTRY_RESTART = newton_momentum(1.0, momentum=0.9, restart="entry")
 
 
 @pytest.fixture(scope="module")
@@ -36,24 +41,37 @@ def test_the_restart_test_costs_three_arrays_and_the_entry_restart_none(oaks100)
     """The restart on the slope sum(g * v) makes XLA write the two gradients and 1/S to memory:
     three more (n, p) arrays than plain heavy ball. The per-entry restart is elementwise and
     writes no more than no restart at all."""
-    slope = written_and_read(iteration_passes(oaks100, optimizer=level5.NEWTON_MOMENTUM))
-    plain = written_and_read(
-        iteration_passes(oaks100, optimizer=newton_momentum(1.0, momentum=0.9, restart=False))
-    )
-    entry = written_and_read(
-        iteration_passes(oaks100, optimizer=newton_momentum(1.0, momentum=0.9, restart="entry"))
+    slope, plain, entry = (
+        written_and_read(iteration_passes(oaks100, optimizer=optimizer, monitor_every=SPARSE))
+        for optimizer in (level5.NEWTON_MOMENTUM, HEAVY_BALL, ENTRY_RESTART)
     )
     assert slope[0] == plain[0] + 3
     assert entry == plain
 
 
 def test_the_iteration_writes_no_square_of_s(oaks100):
-    """One Newton-momentum iteration writes ten (n, p) arrays: A, 1/S, the residuals, their
-    product with Omega, the two gradients (for the restart's sum), the two velocities and the
-    two new iterates. S^2, which XLA wrote for the column sums of the scatter matrix while the
-    rate and the curvature shared it, is not among them; without the restart, seven."""
-    slope = written_and_read(iteration_passes(oaks100, optimizer=level5.NEWTON_MOMENTUM))
-    plain = written_and_read(
-        iteration_passes(oaks100, optimizer=newton_momentum(1.0, momentum=0.9, restart=False))
+    """An iteration of a sparse fit writes ten (n, p) arrays with Newton momentum: A, 1/S, the
+    residuals, their product with Omega, the two gradients (for the restart's sum), the two
+    velocities and the two new iterates. S^2, which XLA wrote for the column sums of the
+    scatter matrix while the rate and the curvature shared it, is not among them; without the
+    restart, seven."""
+    slope, plain = (
+        written_and_read(iteration_passes(oaks100, optimizer=optimizer, monitor_every=SPARSE))
+        for optimizer in (level5.NEWTON_MOMENTUM, HEAVY_BALL)
     )
     assert (slope[0], plain[0]) == (10, 7)
+
+
+def test_a_monitored_iteration_writes_the_gradient_and_curvature_for_the_decrement(oaks100):
+    """Computing the decrement's sum(g^2 / c) at an iteration makes XLA:CPU write the
+    gradients and curvatures it sums (a YNNPACK reduction reads its inputs from memory): four
+    more arrays than an iteration that skips it. A sparse fit pays them once in m iterations
+    because the sum sits in the lax.cond with the Poisson sum, whose operands are arrays the step
+    writes anyway."""
+    dense, sparse = (
+        written_and_read(
+            iteration_passes(oaks100, optimizer=level5.NEWTON_MOMENTUM, monitor_every=every)
+        )
+        for every in (1, SPARSE)
+    )
+    assert dense[0] == sparse[0] + 4

@@ -14,7 +14,6 @@ tested at any iteration where J is computed, however sparse.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from typing import NamedTuple
 
 import jax
@@ -22,43 +21,18 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from ..reductions import total
 from ._algorithm import CONVERGED, DIVERGED, ITERATION_LIMIT, FitResult
 from ._model import ModelParams, Variational
 from .profiled import Problem, evaluate, no_reduction
 
 DEFAULT_TOL = 1e-9
-"""Stop once the Newton decrement (`newton_decrement`) is below `tol * |ELBO|`. The decrement
+"""Stop once the Newton decrement (`profiled.newton_decrement`) is below `tol * |ELBO|`. The decrement
 underestimates what is left, since the diagonal model misses the slow directions that couple
 the species (`optim.newton_momentum` explains them), so the default is well below float32's
 resolution of J (about 6e-8). On oaks, oaks with the `tree` covariate and simulated data, Newton
 momentum then stops at the ELBO where the window rule this replaced (the ELBO change over 50
 iterations below 50 tol |ELBO|) stopped, to within 1e-7 of |ELBO|, in fewer iterations
 (tests/test_convergence.py)."""
-
-
-def newton_decrement(parts, reduce: Callable = no_reduction) -> jax.Array:
-    """sum(g^2 / c) / 2 over every entry of M and S: the ELBO gain the diagonal Newton model
-    still predicts at an evaluated point.
-
-    Args:
-        parts: a `profiled.Evaluation`, or its first three fields `(elbo, grad, curvature)`:
-            g = grad and c = curvature > 0, each a `Variational` of `(n, p)` arrays.
-        reduce: as in `profiled.evaluate`: the per-entry terms are summed where they are
-            computed and passed through it, so that level 6 adds up its devices' partial sums.
-
-    Zero exactly at a stationary point."""
-    grad, curvature = parts[1], parts[2]
-    local = sum(
-        total(jnp.square(g) / c) for g, c in zip(jax.tree.leaves(grad), jax.tree.leaves(curvature))
-    )
-    return 0.5 * reduce(local)
-
-
-def _no_decrement(parts) -> jax.Array:
-    """NaN in place of `newton_decrement`, a scalar like the ELBO (`lax.cond` needs both
-    branches alike)."""
-    return jnp.full_like(parts[0], jnp.nan)
 
 
 DEFAULT_MONITOR_EVERY = 10
@@ -96,7 +70,7 @@ def run_loop(
     """The convergence loop, for use under `jit` (and, with `reduce`, inside `shard_map`).
 
     Iteration k evaluates J at x_k and writes it to `trace[k]`. It stops there if the Newton
-    decrement at x_k is below tol |J_k| (`newton_decrement`) or k = n_iter (the budget of
+    decrement at x_k is below tol |J_k| (`profiled.newton_decrement`) or k = n_iter (the budget of
     `n_iter` steps is spent), and otherwise takes the optimizer's step to x_{k+1}. So `n_iter` counts
     steps, as in every level: at most `n_iter` steps and `n_iter + 1` evaluations. The
     optimizer minimises -J; it gets `value=-J`, `curvature=` and `reduce=` (for its own sums
@@ -143,17 +117,7 @@ def run_loop(
         )
         elbo = evaluation.elbo
         trace = state.trace.at[state.step].set(elbo, mode="drop")  # no entry for k = n_iter
-        if monitored is True:
-            decrement = newton_decrement(
-                (evaluation.elbo, evaluation.grad, evaluation.curvature), reduce
-            )
-        else:
-            decrement = jax.lax.cond(
-                monitored,
-                partial(newton_decrement, reduce=reduce),
-                _no_decrement,
-                (evaluation.elbo, evaluation.grad, evaluation.curvature),
-            )
+        decrement = evaluation.decrement  # NaN where not monitored
         converged = monitored & (decrement < tol * jnp.abs(elbo))  # False where NaN
         # A finite J implies finite A, S, Omega and so a finite gradient: J alone is checked.
         diverged = monitored & ~jnp.isfinite(elbo)

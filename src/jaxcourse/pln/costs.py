@@ -66,9 +66,12 @@ def _shared_iteration_cost(data: PLNData, optimizer) -> Cost:
     )
 
 
-def _profiled_loop(data: PLNData, optimizer):
-    """Level 5's loop as `roofline.loop_body_cost` takes it: the function and its arguments."""
-    loop = partial(run_loop, n_iter=2, optimizer=optimizer)
+def _profiled_loop(data: PLNData, optimizer, monitor_every: int = 1):
+    """Level 5's loop as `roofline.loop_body_cost` takes it: the function and its arguments.
+    With `monitor_every` = 1 the body computes everything at every iteration; with more, it is
+    the iteration a sparse fit runs between two monitored ones: the ELBO's value and the
+    decrement sit in a `lax.cond` that it skips."""
+    loop = partial(run_loop, n_iter=2, optimizer=optimizer, monitor_every=monitor_every)
     tol = jnp.asarray(DEFAULT_TOL, data.counts.dtype)
     return loop, prepare(data), init_variational(data), tol
 
@@ -78,7 +81,10 @@ def _profiled_iteration_cost(data: PLNData, optimizer) -> Cost:
 
 
 def iteration_passes(
-    data: PLNData, *, optimizer: optax.GradientTransformation | None = None
+    data: PLNData,
+    *,
+    optimizer: optax.GradientTransformation | None = None,
+    monitor_every: int = 1,
 ) -> list[hlo.Pass]:
     """The passes of one level-5 iteration on `data`, in program order (`hlo.Pass`): the body of
     its `while_loop` compiled on its own (`roofline.loop_body_program`), instruction by
@@ -88,10 +94,14 @@ def iteration_passes(
     Args:
         data: the data the fit runs on; its counts' shape is the `(n, p)` counted.
         optimizer: level 5's optimizer; `level5.RPROP` when None.
+        monitor_every: 1 (the default), an iteration that computes the ELBO's value and the
+            stopping rule's decrement, as `iteration_cost` counts it; more (level 5's default
+            is `convergence.DEFAULT_MONITOR_EVERY`), the iterations between two such ones,
+            which skip them (the `lax.cond` that holds them counts as reading its operands).
     """
     if optimizer is None:
         from .level5 import RPROP
 
         optimizer = RPROP
-    program = loop_body_program(*_profiled_loop(data, optimizer))
+    program = loop_body_program(*_profiled_loop(data, optimizer, monitor_every))
     return hlo.passes(program, data.counts.shape)

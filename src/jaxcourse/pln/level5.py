@@ -155,7 +155,7 @@ def fit(
             Those built with `optax.GradientTransformationExtraArgs` also get `curvature=`
             (see `profiled.Evaluation`), `value=` and `reduce=` (see `convergence.run_loop`).
         tol: stop when the ELBO gain a per-entry Newton step still predicts (the Newton
-            decrement, `convergence.newton_decrement`) is below `tol` times the ELBO's size;
+            decrement, `profiled.newton_decrement`) is below `tol` times the ELBO's size;
             0 runs all `n_iter` steps.
         monitor_every: compute the ELBO and the decrement only every this many iterations
             (`convergence.DEFAULT_MONITOR_EVERY`; static): 1 for a complete trace; see

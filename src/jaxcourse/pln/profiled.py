@@ -139,12 +139,16 @@ class Evaluation(NamedTuple):
             with B and Sigma held fixed: A + diag(Omega) and 1/S^2 + A(1 + S^2) + diag(Omega).
             Positive; a per-entry Newton step is grad / curvature.
         params: the closed-form B `(d, p)` and Sigma `(p, p)` at (M, S).
+        decrement: scalar, the Newton decrement sum(grad^2 / curvature) / 2 over every entry
+            (`newton_decrement`): the ELBO gain a full per-entry Newton step would make if J
+            were its diagonal quadratic model. NaN wherever `elbo` is.
     """
 
     elbo: jax.Array
     grad: Variational
     curvature: Variational
     params: ModelParams
+    decrement: jax.Array
 
 
 def poisson_sum(problem: Problem, variational: Variational) -> jax.Array:
@@ -167,10 +171,63 @@ def _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var):
     return total(counts * (mean + shifted_offsets) + counts - rate + jnp.log(jnp.abs(sqrt_var)))
 
 
-def _no_poisson_sum(counts, *_):
-    """NaN in place of `_poisson_sum`: a scalar derived from `counts`, so that inside `shard_map`
-    it varies over devices as the real sum does (`lax.cond` needs both branches alike)."""
-    return jnp.full_like(counts[0, 0], jnp.nan)
+def no_reduction(tree):
+    """The `reduce` of one device: the sums over its rows are already the sums over all samples."""
+    return tree
+
+
+def decrement_sum(grad: Variational, curvature: Variational) -> jax.Array:
+    """sum(g^2 / c) over every entry of M and S, over the rows of this device: twice the Newton
+    decrement before `reduce` (`newton_decrement`)."""
+    mean_terms, sqrt_var_terms = (
+        total(jnp.square(g) / c) for g, c in zip(jax.tree.leaves(grad), jax.tree.leaves(curvature))
+    )
+    return mean_terms + sqrt_var_terms
+
+
+def newton_decrement(evaluation: Evaluation, reduce: Callable = no_reduction) -> jax.Array:
+    """sum(g^2 / c) / 2 over every entry of (M, S) of an `Evaluation` (g its gradient, c its
+    curvature): the ELBO gain the diagonal Newton model still predicts there. A sum of small
+    non-negative terms, so float32 resolves it far below the rounding step of J itself, and
+    zero exactly at a stationary point. `evaluate` computes it with the ELBO as `decrement`."""
+    return 0.5 * reduce(decrement_sum(evaluation.grad, evaluation.curvature))
+
+
+def _gradient(counts, rate, scaled_residuals, sqrt_var, inverse, diag_precision) -> Variational:
+    """dJ/dM = Y - A - (M - XB) Omega and dJ/dS = 1/S - S (A + diag Omega), from their parts
+    (`inverse` is 1/S)."""
+    return Variational(
+        counts - rate - scaled_residuals, inverse - sqrt_var * (rate + diag_precision)
+    )
+
+
+def _curvature(rate, sqrt_var, inverse, diag_precision) -> Variational:
+    """A + diag Omega and 1/S^2 + A (1 + S^2) + diag Omega, from their parts. Written with
+    1/S 1/S and S (A S), not S^2: see `evaluate`."""
+    return Variational(
+        rate + diag_precision,
+        inverse * inverse + rate + sqrt_var * (rate * sqrt_var) + diag_precision,
+    )
+
+
+def _monitored_sums(
+    counts, shifted_offsets, mean, rate, sqrt_var, scaled_residuals, diag_precision
+):
+    """(the Poisson sum, `decrement_sum`) over this device's rows: what only the watching needs
+    (the ELBO's value and the stopping rule), computed where `with_elbo` asks for it."""
+    inverse = 1.0 / sqrt_var
+    grad = _gradient(counts, rate, scaled_residuals, sqrt_var, inverse, diag_precision)
+    curvature = _curvature(rate, sqrt_var, inverse, diag_precision)
+    poisson = _poisson_sum(counts, shifted_offsets, mean, rate, sqrt_var)
+    return poisson, decrement_sum(grad, curvature)
+
+
+def _no_monitored_sums(counts, *_):
+    """NaN in place of `_monitored_sums`: scalars derived from `counts`, so that inside
+    `shard_map` they vary over devices as the real sums do (`lax.cond` needs both branches
+    alike)."""
+    nan = jnp.full_like(counts[0, 0], jnp.nan)
+    return nan, nan
 
 
 def cholesky_and_precision(covariance: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -183,11 +240,6 @@ def cholesky_and_precision(covariance: jax.Array) -> tuple[jax.Array, jax.Array]
     identity = jnp.eye(covariance.shape[0], dtype=covariance.dtype)
     chol_inverse = solve_triangular(chol, identity, lower=True)
     return chol, chol_inverse.T @ chol_inverse
-
-
-def no_reduction(tree):
-    """The `reduce` of one device: the sums over its rows are already the sums over all samples."""
-    return tree
 
 
 KERNELS = ("xla", "pallas")
@@ -228,7 +280,8 @@ def evaluate(
             device; `lax.psum` over the sample axis when the rows are split over devices
             (level 6), which is why only sums over samples pass through it.
         with_elbo: True, or a traced boolean: where it is false, `lax.cond` skips the Poisson
-            sum and `elbo` is NaN (the gradient and curvature do not need it).
+            sum and the Newton decrement, and `elbo` and `decrement` are NaN (the gradient and
+            curvature do not need them).
         kernel: "xla" (the default) or "pallas", which computes the rates, the Poisson sum,
             the gradient and the curvature in one Pallas kernel (`pallas_kernels.pln_pass`);
             it computes the Poisson sum always (one more sum in a pass that reads its terms
@@ -245,34 +298,43 @@ def evaluate(
     rate = jnp.exp(problem.offsets + mean + 0.5 * jnp.square(sqrt_var))
     coef = problem.gram_inverse @ reduce(covariates.T @ mean)
     residuals = mean - covariates @ coef
-    # S, not S^2: the operands of a lax.cond are arrays in memory, and S^2 need not be one.
-    terms = (counts, problem.shifted_offsets, mean, rate, sqrt_var)
-    if with_elbo is True:
-        local_poisson = _poisson_sum(*terms)
-    else:
-        local_poisson = jax.lax.cond(with_elbo, _poisson_sum, _no_poisson_sum, *terms)
     # S^2 for the column sums of the scatter matrix is squared from S behind an optimization
     # barrier, and the curvature is written S (A S) and 1/S 1/S: so S^2 is not one value that
     # XLA's CSE shares between them and the rate, which made XLA write S^2 to memory for those
     # column sums (a YNNPACK reduction on a CPU) at every iteration. The numbers are the same;
     # tests/test_pln_costs.py checks it is not written.
     barred_variance = jnp.square(jax.lax.optimization_barrier(sqrt_var))
-    poisson, scatter = reduce((local_poisson, scatter_matrix(residuals, barred_variance)))
-    n_samples = problem.n_samples
-    covariance = scatter / n_samples
+    scatter = reduce(scatter_matrix(residuals, barred_variance))
+    covariance = scatter / problem.n_samples
     chol, precision = cholesky_and_precision(covariance)
-    elbo = _elbo(poisson, problem, chol)
     diag_precision = jnp.diagonal(precision)
+    scaled_residuals = residuals @ precision
+    # The ELBO's value and the decrement are for watching the fit: under a lax.cond where
+    # with_elbo is traced. Its operands are arrays in memory, so it takes the parts the step
+    # writes anyway (A, the product (M - XB) Omega) and S, not S^2, nor the gradient and the
+    # curvature, which the step need not write; the branch recomputes them as it reads.
+    terms = (
+        counts,
+        problem.shifted_offsets,
+        mean,
+        rate,
+        sqrt_var,
+        scaled_residuals,
+        diag_precision,
+    )
+    if with_elbo is True:
+        local_sums = _monitored_sums(*terms)
+    else:
+        local_sums = jax.lax.cond(with_elbo, _monitored_sums, _no_monitored_sums, *terms)
+    poisson, twice_decrement = reduce(local_sums)
     inverse = 1.0 / sqrt_var
-    grad = Variational(
-        counts - rate - residuals @ precision,
-        inverse - sqrt_var * (rate + diag_precision),
+    return Evaluation(
+        _elbo(poisson, problem, chol),
+        _gradient(counts, rate, scaled_residuals, sqrt_var, inverse, diag_precision),
+        _curvature(rate, sqrt_var, inverse, diag_precision),
+        ModelParams(coef, covariance),
+        0.5 * twice_decrement,
     )
-    curvature = Variational(
-        rate + diag_precision,
-        inverse * inverse + rate + sqrt_var * (rate * sqrt_var) + diag_precision,
-    )
-    return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance))
 
 
 def _evaluate_with_kernel(problem: Problem, variational: Variational, reduce, with_elbo):
@@ -293,15 +355,15 @@ def _evaluate_with_kernel(problem: Problem, variational: Variational, reduce, wi
         residuals @ precision,
         jnp.diagonal(precision),
     )
-    elbo = _elbo(reduce(total(fused.poisson_partials)), problem, chol)
-    if with_elbo is not True:
-        elbo = jnp.where(with_elbo, elbo, jnp.nan)
-    return Evaluation(
-        elbo,
-        Variational(fused.grad_mean, fused.grad_sqrt_var),
-        Variational(fused.curvature_mean, fused.curvature_sqrt_var),
-        ModelParams(coef, covariance),
+    grad = Variational(fused.grad_mean, fused.grad_sqrt_var)
+    curvature = Variational(fused.curvature_mean, fused.curvature_sqrt_var)
+    poisson, twice_decrement = reduce(
+        (total(fused.poisson_partials), decrement_sum(grad, curvature))
     )
+    elbo, decrement = _elbo(poisson, problem, chol), 0.5 * twice_decrement
+    if with_elbo is not True:
+        elbo, decrement = (jnp.where(with_elbo, value, jnp.nan) for value in (elbo, decrement))
+    return Evaluation(elbo, grad, curvature, ModelParams(coef, covariance), decrement)
 
 
 def profiled_elbo_and_grad(
