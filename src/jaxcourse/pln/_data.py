@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import warnings
+from functools import partial
 from importlib import resources
 from typing import NamedTuple
 
@@ -350,6 +351,17 @@ def simulate(
         raise ValueError("n_samples, n_species and n_covariates must all be at least 1.")
     if not -1.0 < correlation < 1.0:
         raise ValueError(f"correlation must lie in (-1, 1), got {correlation}.")
+    counts, offsets, covariates, coef, covariance = _draw(
+        key, n_samples, n_species, n_covariates, offset_scale, correlation
+    )
+    data = make_data(np.asarray(counts), np.asarray(offsets), np.asarray(covariates))
+    return Simulation(data=data, coef=coef, covariance=covariance)
+
+
+@partial(jax.jit, static_argnums=(1, 2, 3))
+def _draw(key, n_samples, n_species, n_covariates, offset_scale, correlation):
+    """`simulate`'s draws, compiled as one program per shape: the same numbers as op by op, where
+    each of its random draws (the Poisson one above all) compiled on its own, twice as long."""
     key_x, key_b, key_o, key_z, key_y = jax.random.split(key, 5)
     extra = jax.random.normal(key_x, (n_samples, n_covariates - 1))
     covariates = jnp.concatenate([jnp.ones((n_samples, 1)), extra], axis=1)
@@ -361,5 +373,4 @@ def simulate(
         key_z, jnp.zeros(n_species), covariance, (n_samples,)
     )
     counts = jax.random.poisson(key_y, jnp.exp(offsets + latent))
-    data = make_data(np.asarray(counts), np.asarray(offsets), np.asarray(covariates))
-    return Simulation(data=data, coef=coef, covariance=covariance)
+    return counts, offsets, covariates, coef, covariance
