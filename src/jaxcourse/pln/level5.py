@@ -10,6 +10,7 @@ plain call as fast as the benchmark's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 
 import jax
@@ -129,6 +130,23 @@ def run_with_blas_threads(blas_threads: int | None, compiled, *args, **kwargs):
         return jax.block_until_ready(compiled(*args, **kwargs))
 
 
+def run_reporting_divergence(
+    run: Callable[[int, int], FitResult], n_iter: int, monitor_every: int
+) -> FitResult:
+    """`run(n_iter, monitor_every)`, as `report_divergence` returns it: a fit that diverged is
+    replayed up to its last finite iterate. `run(step_limit, monitor_every)` runs the same fit.
+
+    A sparse trace can hide the first non-finite ELBO among the skipped iterations, so a fit
+    monitored every `monitor_every` > 1 iterations that diverged is run again, monitored at
+    every one, before its last finite iterate is looked for.
+    """
+    result = run(n_iter, monitor_every)
+    if int(result.status) == DIVERGED and monitor_every > 1:
+        monitor_every = 1
+        result = run(n_iter, monitor_every)
+    return report_divergence(result, lambda steps: run(steps, monitor_every), stacklevel=4)
+
+
 def fit(
     data: PLNData,
     n_iter: int,
@@ -193,20 +211,22 @@ def fit(
     check_start(data, start)
     problem, held, found = prepare_checked(data, separation_limit)
     traced_tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
-    options = dict(
-        n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), kernel=kernel
-    )
 
-    def run(step_limit):
+    def run(step_limit, every):
         step_limit = jnp.asarray(step_limit, jnp.int32)
         return run_with_blas_threads(
-            blas_threads, fit_compiled, problem, start, traced_tol, step_limit, **options
+            blas_threads,
+            fit_compiled,
+            problem,
+            start,
+            traced_tol,
+            step_limit,
+            n_iter=n_iter,
+            optimizer=optimizer,
+            monitor_every=every,
+            kernel=kernel,
         )
 
-    result = run(n_iter)
-    if int(result.status) == DIVERGED and monitor_every > 1:
-        # Replayed with a full trace, to find the first non-finite ELBO among the skipped ones.
-        options["monitor_every"] = 1
-        result = run(n_iter)
-    result = push_to_limit(report_divergence(result, run), data.offsets, held)
+    result = run_reporting_divergence(run, n_iter, int(monitor_every))
+    result = push_to_limit(result, data.offsets, held)
     return mark_separated(result, found)

@@ -31,7 +31,6 @@ from ._algorithm import (
     check_fit_arguments,
     first_bad_step,
     init_variational,
-    report_divergence,
 )
 from ._data import PLNData
 from ._model import Variational
@@ -42,6 +41,7 @@ from .level5 import (
     check_flag,
     check_level_options,
     prepare_checked,
+    run_reporting_divergence,
     run_with_blas_threads,
 )
 from .profiled import prepare, problem_layout
@@ -120,20 +120,24 @@ def fit(
     problem = jax.device_put(problem, problem_layout(rows, replicated))
     variational = jax.device_put(init_variational(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
-    options = dict(n_iter=n_iter, optimizer=optimizer, monitor_every=int(monitor_every), mesh=mesh)
 
-    def run(step_limit):
+    def run(step_limit, every):
         step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
         return run_with_blas_threads(
-            blas_threads, _fit_sharded, problem, variational, tol, step_limit, **options
+            blas_threads,
+            _fit_sharded,
+            problem,
+            variational,
+            tol,
+            step_limit,
+            n_iter=n_iter,
+            optimizer=optimizer,
+            monitor_every=every,
+            mesh=mesh,
         )
 
-    result = run(n_iter)
-    if int(result.status) == DIVERGED and monitor_every > 1:
-        # Replayed with a full trace, to find the first non-finite ELBO among the skipped ones.
-        options["monitor_every"] = 1
-        result = run(n_iter)
-    result = push_to_limit(report_divergence(result, run), data.offsets, held)
+    result = run_reporting_divergence(run, n_iter, int(monitor_every))
+    result = push_to_limit(result, data.offsets, held)
     return mark_separated(result, found)
 
 
