@@ -176,6 +176,37 @@ def test_newton_momentum_restarts_entry_by_entry():
     np.testing.assert_allclose(np.asarray(mixed), [0.5, -2.5])
 
 
+def test_newton_momentum_sums_the_slope_over_the_masked_leaves_only():
+    """With `slope_mask`, the restart reads the slope of the leaves marked True only: here the
+    first leaf points downhill and the second, left out, uphill, so the momentum is carried for
+    both; without the mask the sum is uphill and it is dropped for both. Under `jit` too."""
+    params = {"a": jnp.zeros(2), "b": jnp.zeros(2)}
+    ones = {"a": jnp.ones(2), "b": jnp.ones(2)}
+    mixed = {"a": jnp.array([0.5, 0.0]), "b": jnp.array([-2.0, 0.0])}  # g . v: -0.5 and +2
+    for mask, carried in [({"a": True, "b": False}, True), (None, False)]:
+        opt = newton_momentum(1.0, momentum=0.5, slope_mask=mask)
+        _, state = opt.update(ones, opt.init(params), params, curvature=ones)  # v = -1 everywhere
+        for update in (opt.update, jax.jit(opt.update)):
+            step, _ = update(mixed, state, params, curvature=ones)
+            expected_a = [-1.0, -0.5] if carried else [-0.5, 0.0]
+            expected_b = [1.5, -0.5] if carried else [2.0, 0.0]
+            np.testing.assert_allclose(np.asarray(step["a"]), expected_a)
+            np.testing.assert_allclose(np.asarray(step["b"]), expected_b)
+
+
+def test_newton_momentum_rejects_a_mask_that_cannot_work():
+    """A mask without restart=True, with leaves that are not bools, or of another structure
+    than the parameters is refused, naming slope_mask."""
+    with pytest.raises(ValueError, match="slope_mask goes with restart=True"):
+        newton_momentum(restart="entry", slope_mask={"a": True})
+    with pytest.raises(TypeError, match="slope_mask must be a pytree of True/False"):
+        newton_momentum(slope_mask={"a": 1})
+    opt = newton_momentum(slope_mask={"a": True, "b": False})
+    params = {"a": jnp.zeros(2)}
+    with pytest.raises(ValueError, match="slope_mask must have the parameters' structure"):
+        opt.update(params, opt.init(params), params, curvature=params)
+
+
 def test_newton_momentum_beats_plain_newton_on_an_ill_conditioned_quadratic():
     """Diagonal Newton creeps along a coupled direction; the momentum gets there far sooner."""
     hessian = jnp.array([[1.0, 0.99], [0.99, 1.0]])

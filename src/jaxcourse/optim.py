@@ -293,7 +293,11 @@ class NewtonMomentumState(NamedTuple):
 
 @described
 def newton_momentum(
-    learning_rate: float = 1.0, *, momentum: float = 0.9, restart: bool | str = True
+    learning_rate: float = 1.0,
+    *,
+    momentum: float = 0.9,
+    restart: bool | str = True,
+    slope_mask: optax.Params | None = None,
 ) -> optax.GradientTransformationExtraArgs:
     """Per-entry Newton steps with heavy-ball momentum that restarts when it points uphill.
 
@@ -323,6 +327,11 @@ def newton_momentum(
             entry where g_ij * v_ij > 0, an elementwise test that needs no sum over all
             entries (so no pass of its own; the profiling chapter counts what it saves and
             the iterations it costs).
+        slope_mask: with `restart=True`, which parameters the slope sums over: None for all
+            of them, or a pytree of bools with the parameters' structure, True where a leaf
+            counts (as `optax.masked` takes a mask). Level 5 sums over M only
+            (`pln.level5.NEWTON_MOMENTUM`): the slow directions that momentum speeds up, and
+            that it overshoots, are in M, and a sum over S is one more pass per iteration.
     """
     if restart not in RESTARTS:
         raise ValueError(f"restart must be one of {RESTARTS}, got {restart!r}.")
@@ -330,6 +339,23 @@ def newton_momentum(
         raise ValueError(f"momentum must be in [0, 1), got {momentum}.")
     if not learning_rate > 0:
         raise ValueError(f"learning_rate must be positive, got {learning_rate}.")
+    if slope_mask is not None and restart is not True:
+        raise ValueError(f"slope_mask goes with restart=True, got restart={restart!r}.")
+    mask_leaves = None if slope_mask is None else jax.tree.leaves(slope_mask)
+    if mask_leaves is not None and not all(isinstance(leaf, bool) for leaf in mask_leaves):
+        raise TypeError(f"slope_mask must be a pytree of True/False, got {slope_mask!r}.")
+
+    def counted(tree) -> list:
+        """The leaves of `tree` that the slope sums over (`slope_mask`)."""
+        leaves = jax.tree.leaves(tree)
+        if mask_leaves is None:
+            return leaves
+        if jax.tree.structure(tree) != jax.tree.structure(slope_mask):
+            raise ValueError(
+                "slope_mask must have the parameters' structure "
+                f"{jax.tree.structure(tree)}, got {jax.tree.structure(slope_mask)}."
+            )
+        return [leaf for leaf, keep in zip(leaves, mask_leaves) if keep]
 
     def init_fn(params):
         return NewtonMomentumState(velocity=jax.tree.map(jnp.zeros_like, params))
@@ -347,9 +373,7 @@ def newton_momentum(
             )
             return velocity, NewtonMomentumState(velocity)
         # total: the sum XLA fuses with the product g * v, writing no (n, p) array (see reductions).
-        slope = sum(
-            total(g * v) for g, v in zip(jax.tree.leaves(updates), jax.tree.leaves(state.velocity))
-        )
+        slope = sum(total(g * v) for g, v in zip(counted(updates), counted(state.velocity)))
         if reduce is not None:  # the parameters are split over devices: sum the partial slopes
             slope = reduce(slope)
         carried = jnp.where(restart & (slope > 0), 0.0, momentum)

@@ -54,9 +54,12 @@ NEWTON_RPROP = newton_rprop()
 """The faster alternative: per-entry Newton steps on (M, S), lengthened or shortened by
 Rprop's rule (`optim.newton_rprop`); created once so that fits reuse its compiled loop."""
 
-NEWTON_MOMENTUM = newton_momentum(1.0, momentum=0.9)
+NEWTON_MOMENTUM = newton_momentum(
+    1.0, momentum=0.9, slope_mask=Variational(latent_mean=True, latent_sqrt_var=False)
+)
 """The fastest option: full per-entry Newton steps on (M, S) plus heavy-ball momentum that
-restarts when it points uphill (`optim.newton_momentum`); created once, like `NEWTON_RPROP`."""
+restarts when it points uphill in M (`optim.newton_momentum`, its `slope_mask`); created
+once, like `NEWTON_RPROP`."""
 
 BLAS_THREADS = 1
 """BLAS/LAPACK threads during a fit by default: the loop factorises a small matrix at every
