@@ -350,10 +350,10 @@ def newton_momentum(
         leaves = jax.tree.leaves(tree)
         if mask_leaves is None:
             return leaves
-        if jax.tree.structure(tree) != jax.tree.structure(slope_mask):
+        structure, mask_structure = jax.tree.structure(tree), jax.tree.structure(slope_mask)
+        if str(structure) != str(mask_structure):
             raise ValueError(
-                "slope_mask must have the parameters' structure "
-                f"{jax.tree.structure(tree)}, got {jax.tree.structure(slope_mask)}."
+                f"slope_mask must have the parameters' structure {structure}, got {mask_structure}."
             )
         return [leaf for leaf, keep in zip(leaves, mask_leaves) if keep]
 

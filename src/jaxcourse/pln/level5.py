@@ -54,9 +54,10 @@ NEWTON_RPROP = newton_rprop()
 """The faster alternative: per-entry Newton steps on (M, S), lengthened or shortened by
 Rprop's rule (`optim.newton_rprop`); created once so that fits reuse its compiled loop."""
 
-NEWTON_MOMENTUM = newton_momentum(
-    1.0, momentum=0.9, slope_mask=Variational(latent_mean=True, latent_sqrt_var=False)
-)
+SLOPE_OVER_M = Variational(latent_mean=True, latent_sqrt_var=False)  # type: ignore[arg-type]
+"""`NEWTON_MOMENTUM`'s `slope_mask`: a bool in place of each array, the restart's slope over M."""
+
+NEWTON_MOMENTUM = newton_momentum(1.0, momentum=0.9, slope_mask=SLOPE_OVER_M)
 """The fastest option: full per-entry Newton steps on (M, S) plus heavy-ball momentum that
 restarts when it points uphill in M (`optim.newton_momentum`, its `slope_mask`); created
 once, like `NEWTON_RPROP`."""
