@@ -243,3 +243,52 @@ def test_named_results_refuse_wrong_labels(separated_fit):
         result.coef_frame(None, ["a", "b"])
     with pytest.raises(TypeError, match="covariates must be a DataFrame or a sequence"):
         result.coef_frame("intercept")
+
+
+def exact_rank_test(covariates, seen):
+    """The rank test species by species, on the seen rows themselves: what the Gram test stands
+    in for."""
+    return np.array(
+        [
+            column.any() and np.linalg.matrix_rank(covariates[column]) == covariates.shape[1]
+            for column in seen.T
+        ]
+    )
+
+
+@pytest.mark.parametrize("design", ["intercept", "factor", "continuous", "collinear"])
+def test_the_gram_rank_test_clears_what_the_exact_one_clears_and_the_result_is_the_same(design):
+    """`_spans_the_covariates` tests every species at once on X_s'X_s. Where the covariates are
+    well conditioned it agrees with the rank of X_s itself; where they are nearly collinear it
+    may clear fewer species (the Gram matrix squares the condition number), and those go on to
+    the exact test, so `find_separation` finds the same separation as the species-by-species
+    rank test would have let it."""
+    rng = np.random.default_rng(3)
+    n, p = 60, 8
+    columns = {
+        "intercept": [np.ones(n)],
+        "factor": [
+            np.ones(n),
+            np.repeat([0.0, 1.0, 0.0], n // 3),
+            np.repeat([0.0, 0.0, 1.0], n // 3),
+        ],
+        "continuous": [np.ones(n), rng.normal(size=n), rng.normal(size=n)],
+        "collinear": [np.ones(n), (x := rng.normal(size=n)), x + 1e-7 * rng.normal(size=n)],
+    }[design]
+    covariates = (
+        np.column_stack(columns).astype(np.float32).astype(np.float64)
+    )  # as make_data keeps them
+    counts = rng.poisson(1.0, size=(n, p)).astype(float)
+    counts[: n // 3, 0] = 0  # a species unseen in the first third of the samples
+    counts[:, 1] = 0  # and one never seen
+    seen = counts > 0
+    gram = separation._spans_the_covariates(covariates, seen)
+    exact = exact_rank_test(covariates, seen)
+    assert not np.any(gram & ~exact)  # never clears what the exact test would not
+    if design != "collinear":
+        np.testing.assert_array_equal(gram, exact)
+    found = separation.find_separation(pln.make_data(counts, np.zeros_like(counts), covariates))
+    expected = np.zeros((covariates.shape[1], p))
+    for species in np.flatnonzero(~exact & ~seen.all(axis=0)):
+        expected[:, species] = separation.separating_direction(covariates, seen[:, species])
+    np.testing.assert_allclose(found.directions, expected, atol=1e-6)  # the LP, on float32 data

@@ -120,11 +120,25 @@ def separating_direction(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray
         direction = direction + basis @ result.x
 
 
+def _spans_the_covariates(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """`(p,)` bool: for each column of the `(n, p)` bool `seen`, whether the rows of the `(n, d)`
+    `covariates` it marks have rank d, tested on their Gram matrix X_s'X_s, all species in one
+    stacked `matrix_rank`. The Gram matrix squares the condition number, so nearly collinear
+    covariates may be called rank-deficient here: that only sends the species on to the exact
+    test, `separating_direction`, which then finds no separating direction."""
+    gram = np.einsum(
+        "ni,nj,nk->kij", covariates, covariates, seen.astype(np.float64), optimize=True
+    )
+    return np.linalg.matrix_rank(gram, hermitian=True) == covariates.shape[1]
+
+
 def find_separation(data: PLNData) -> Separation:
     """The entries whose rate goes to 0 at the supremum of the ELBO, for every species of `data`.
 
     Species seen on samples whose covariates span the whole covariate space cannot be separated
-    and are cleared by that rank test alone; the others get `separating_rows`.
+    and are cleared by that rank test alone; the others get `separating_rows`. The test runs on
+    every species at once, on the `(d, d)` Gram matrices X'X of the samples each is seen on
+    (`_spans_the_covariates`).
     """
     if not isinstance(data, PLNData):
         raise TypeError(
@@ -134,13 +148,10 @@ def find_separation(data: PLNData) -> Separation:
     covariates = np.asarray(data.covariates, dtype=np.float64)
     n_covariates = covariates.shape[1]
     directions = np.zeros((n_covariates, counts.shape[1]))
-    for species in range(counts.shape[1]):
-        seen = counts[:, species] > 0
-        if seen.all():
-            continue
-        if seen.any() and np.linalg.matrix_rank(covariates[seen]) == n_covariates:
-            continue
-        directions[:, species] = separating_direction(covariates, seen)
+    seen = counts > 0
+    cleared = seen.all(axis=0) | _spans_the_covariates(covariates, seen)
+    for species in np.flatnonzero(~cleared):
+        directions[:, species] = separating_direction(covariates, seen[:, species])
     slopes = covariates @ directions
     mask = (slopes < -TOLERANCE) & (counts == 0)
     return Separation(
