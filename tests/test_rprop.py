@@ -237,3 +237,22 @@ def test_newton_momentum_beats_plain_newton_on_an_ill_conditioned_quadratic():
 def test_newton_momentum_rejects_bad_settings(kwargs, match):
     with pytest.raises(ValueError, match=match):
         newton_momentum(**kwargs)
+
+
+def test_the_same_settings_give_the_same_optimizer_and_one_compiled_fit():
+    """An optimizer is a static argument of level 5's jitted loop, compared by identity: a second
+    call with the same settings returns the first optimizer, so a fit compiled for one serves
+    the other; other settings, and unhashable ones, build a new optimizer."""
+    from jaxcourse.pln import level5, simulate
+    from jaxcourse.tracecount import count_compilations
+
+    first = newton_momentum(1.0, momentum=0.9, restart=False)
+    assert newton_momentum(learning_rate=1.0, momentum=0.9, restart=False) is first
+    assert newton_momentum(1.0, momentum=0.8, restart=False) is not first
+    assert rprop(0.1) is rprop(0.1) and rprop(0.1) is not newton_rprop()
+    assert newton_momentum(slope_mask={"a": True}) is not newton_momentum(slope_mask={"a": True})
+    data = simulate(12, 3, key=jax.random.key(0)).data
+    level5.fit(data, 7, optimizer=first)
+    with count_compilations() as again:
+        level5.fit(data, 7, optimizer=newton_momentum(1.0, momentum=0.9, restart=False))
+    assert again.compiles == 0

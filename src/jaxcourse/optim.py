@@ -30,20 +30,34 @@ _SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def described(
     factory: Callable[..., optax.GradientTransformation],
 ) -> Callable[..., optax.GradientTransformation]:
-    """Makes `factory` remember the call that built each optimizer, for `describe`.
+    """Makes `factory` remember the call that built each optimizer, for `describe`, and return
+    the optimizer it built before for the same settings.
 
     The optimizer itself is unchanged (an optax NamedTuple of two functions): the call is kept
-    apart, keyed by its `update` function.
+    apart, keyed by its `update` function. An optimizer is a static argument of the jitted fits
+    (`pln.level5.fit_compiled`), compared by identity: two calls with the same settings return
+    one optimizer, so that a fit compiled for it serves both. Settings that cannot be hashed
+    (a dict as `slope_mask`) build a new one each time.
     """
     signature = inspect.signature(factory)
+    built: dict = {}
 
     @functools.wraps(factory)
     def build(*args, **kwargs):
-        optimizer = factory(*args, **kwargs)
         call = signature.bind(*args, **kwargs)
         call.apply_defaults()
+        key: tuple | None = tuple(call.arguments.items())
+        try:
+            return built[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable setting
+            key = None
+        optimizer = factory(*args, **kwargs)
         settings = ", ".join(f"{name}={value!r}" for name, value in call.arguments.items())
         _SETTINGS[optimizer.update] = f"optim.{factory.__name__}({settings})"
+        if key is not None:
+            built[key] = optimizer
         return optimizer
 
     return build
