@@ -136,7 +136,7 @@ def find_separation(data: PLNData) -> Separation:
     """The entries whose rate goes to 0 at the supremum of the ELBO, for every species of `data`.
 
     Species seen on samples whose covariates span the whole covariate space cannot be separated
-    and are cleared by that rank test alone; the others get `separating_rows`. The test runs on
+    and are cleared by that rank test alone; the others get `separating_direction`. The test runs on
     every species at once, on the `(d, d)` Gram matrices X'X of the samples each is seen on
     (`_spans_the_covariates`).
     """
