@@ -242,7 +242,8 @@ def test_newton_momentum_rejects_bad_settings(kwargs, match):
 def test_the_same_settings_give_the_same_optimizer_and_one_compiled_fit():
     """An optimizer is a static argument of level 5's jitted loop, compared by identity: a second
     call with the same settings returns the first optimizer, so a fit compiled for one serves
-    the other; other settings, and unhashable ones, build a new optimizer."""
+    the other; other settings, equal masks of other types, and unhashable settings build a new
+    optimizer."""
     from jaxcourse.pln import level5, simulate
     from jaxcourse.tracecount import count_compilations
 
@@ -250,7 +251,12 @@ def test_the_same_settings_give_the_same_optimizer_and_one_compiled_fit():
     assert newton_momentum(learning_rate=1.0, momentum=0.9, restart=False) is first
     assert newton_momentum(1.0, momentum=0.8, restart=False) is not first
     assert rprop(0.1) is rprop(0.1) and rprop(0.1) is not newton_rprop()
-    assert newton_momentum(slope_mask={"a": True}) is not newton_momentum(slope_mask={"a": True})
+    assert newton_momentum(slope_mask={"a": True}) is newton_momentum(slope_mask={"a": True})
+    rate = jnp.asarray(1.0)  # an array cannot be hashed: a new optimizer each time
+    assert newton_momentum(rate, momentum=0.9) is not newton_momentum(rate, momentum=0.9)
+    # Equal in Python, different masks: a Variational's structure is not a plain tuple's.
+    assert newton_momentum(slope_mask=(True, False)) is not level5.NEWTON_MOMENTUM
+    assert newton_momentum(slope_mask=level5.SLOPE_OVER_M) is level5.NEWTON_MOMENTUM
     data = simulate(12, 3, key=jax.random.key(0)).data
     level5.fit(data, 7, optimizer=first)
     with count_compilations() as again:

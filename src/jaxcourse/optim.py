@@ -27,6 +27,17 @@ _SETTINGS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """update function -> the call that made its optimizer; weak, so forgotten with the optimizer."""
 
 
+def _settings_key(arguments: dict) -> tuple:
+    """A dict key for a factory's bound arguments that tells apart settings Python calls equal
+    but that build different optimizers: each value by its pytree structure (which names a
+    NamedTuple's type, so a `Variational` mask is not the plain tuple `(True, False)`) and its
+    leaves. Unhashable leaves make the key unhashable."""
+    return tuple(
+        (name, jax.tree.structure(value), tuple(jax.tree.leaves(value)))
+        for name, value in arguments.items()
+    )
+
+
 def described(
     factory: Callable[..., optax.GradientTransformation],
 ) -> Callable[..., optax.GradientTransformation]:
@@ -36,8 +47,8 @@ def described(
     The optimizer itself is unchanged (an optax NamedTuple of two functions): the call is kept
     apart, keyed by its `update` function. An optimizer is a static argument of the jitted fits
     (`pln.level5.fit_compiled`), compared by identity: two calls with the same settings return
-    one optimizer, so that a fit compiled for it serves both. Settings that cannot be hashed
-    (a dict as `slope_mask`) build a new one each time.
+    one optimizer, so that a fit compiled for it serves both (`_settings_key`). Settings with
+    leaves that cannot be hashed (an array as `learning_rate`) build a new one each time.
     """
     signature = inspect.signature(factory)
     built: dict = {}
@@ -46,7 +57,7 @@ def described(
     def build(*args, **kwargs):
         call = signature.bind(*args, **kwargs)
         call.apply_defaults()
-        key: tuple | None = tuple(call.arguments.items())
+        key: tuple | None = _settings_key(call.arguments)
         try:
             return built[key]
         except KeyError:
@@ -355,7 +366,9 @@ def newton_momentum(
         raise ValueError(f"learning_rate must be positive, got {learning_rate}.")
     if slope_mask is not None and restart is not True:
         raise ValueError(f"slope_mask goes with restart=True, got restart={restart!r}.")
+    # Read once: the optimizer may be shared by later calls with an equal mask (`described`).
     mask_leaves = None if slope_mask is None else jax.tree.leaves(slope_mask)
+    mask_structure = jax.tree.structure(slope_mask)
     if mask_leaves is not None and not all(isinstance(leaf, bool) for leaf in mask_leaves):
         raise TypeError(f"slope_mask must be a pytree of True/False, got {slope_mask!r}.")
 
@@ -364,7 +377,7 @@ def newton_momentum(
         leaves = jax.tree.leaves(tree)
         if mask_leaves is None:
             return leaves
-        structure, mask_structure = jax.tree.structure(tree), jax.tree.structure(slope_mask)
+        structure = jax.tree.structure(tree)
         if str(structure) != str(mask_structure):
             raise ValueError(
                 f"slope_mask must have the parameters' structure {structure}, got {mask_structure}."
