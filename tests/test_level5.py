@@ -202,6 +202,16 @@ def test_a_new_tol_does_not_recompile(oaks):
     assert counted.traces == counted.compiles == 0
 
 
+def test_a_first_call_compiles_three_programs():
+    """A fit on a new shape compiles its start, its prepared offsets and its loop, each as one
+    program: op by op, the start and `profiled.prepare` compiled about ten programs of their
+    own, about a tenth of a plain first call (issue 39)."""
+    data = simulate(23, 7, key=jax.random.key(5)).data  # a shape no other test fits
+    with count_compilations() as counted:
+        level5.fit(data, 17, optimizer=level5.NEWTON_MOMENTUM, separation_limit=False)
+    assert counted.compiles == 3, counted
+
+
 def test_converges_on_oaks_to_the_best_known_elbo(oaks):
     """The default fit ends within 0.5 nats of the best known optimum (Stirling convention),
     checked in float64 at the returned parameters."""

@@ -15,6 +15,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from ..config import check_thread_limit, limit_blas_threads
@@ -23,7 +24,7 @@ from ._algorithm import (
     DIVERGED,
     FitResult,
     check_fit_arguments,
-    init_variational,
+    compiled_start,
     report_divergence,
 )
 from ._data import PLNData
@@ -211,13 +212,15 @@ def fit(
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
     check_kernel(kernel)
-    start = init_variational(data) if start is None else start
+    start = compiled_start(data) if start is None else start
     check_start(data, start)
     problem, held, found = prepare_checked(data, separation_limit)
-    traced_tol = jnp.asarray(tol, data.counts.dtype)  # traced: a new tol does not recompile
+    # Traced, so a new tol does not recompile; copied from NumPy, as jnp.asarray would compile
+    # a conversion of its own at the first call.
+    traced_tol = jax.device_put(np.asarray(tol, data.counts.dtype))
 
     def run(step_limit, every):
-        step_limit = jnp.asarray(step_limit, jnp.int32)
+        step_limit = jax.device_put(np.asarray(step_limit, np.int32))
         return run_with_blas_threads(
             blas_threads,
             fit_compiled,

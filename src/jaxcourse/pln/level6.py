@@ -29,6 +29,7 @@ from ._algorithm import (
     FitDivergedWarning,
     FitResult,
     check_fit_arguments,
+    compiled_start,
     first_bad_step,
     init_variational,
 )
@@ -118,7 +119,7 @@ def fit(
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
     problem, held, found = prepare_checked(data, separation_limit)
     problem = jax.device_put(problem, problem_layout(rows, replicated))
-    variational = jax.device_put(init_variational(data), rows)
+    variational = jax.device_put(compiled_start(data), rows)
     tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
 
     def run(step_limit, every):
@@ -146,7 +147,7 @@ def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Vari
 
     Returns a `Variational` whose arrays have a leading axis of length `len(keys)`.
     """
-    start = init_variational(data)
+    start = compiled_start(data)
 
     def perturb(key):
         noise = scale * jax.random.normal(key, start.latent_mean.shape, start.latent_mean.dtype)
