@@ -351,17 +351,19 @@ def simulate(
         raise ValueError("n_samples, n_species and n_covariates must all be at least 1.")
     if not -1.0 < correlation < 1.0:
         raise ValueError(f"correlation must lie in (-1, 1), got {correlation}.")
-    counts, offsets, covariates, coef, covariance = _draw(
+    count_key, log_rates, offsets, covariates, coef, covariance = _draw(
         key, n_samples, n_species, n_covariates, offset_scale, correlation
     )
+    counts = poisson_counts(count_key, log_rates)
     data = make_data(np.asarray(counts), np.asarray(offsets), np.asarray(covariates))
     return Simulation(data=data, coef=coef, covariance=covariance)
 
 
 @partial(jax.jit, static_argnums=(1, 2, 3))
 def _draw(key, n_samples, n_species, n_covariates, offset_scale, correlation):
-    """`simulate`'s draws, compiled as one program per shape: the same numbers as op by op, where
-    each of its random draws (the Poisson one above all) compiled on its own, twice as long."""
+    """`simulate`'s draws up to the Poisson rates, compiled as one program per shape: the same
+    numbers as op by op, where each random draw compiled on its own. Returns the key of the
+    counts' draw and the log-rates O + Z (for `poisson_counts`), then O, X, B and Sigma."""
     key_x, key_b, key_o, key_z, key_y = jax.random.split(key, 5)
     extra = jax.random.normal(key_x, (n_samples, n_covariates - 1))
     covariates = jnp.concatenate([jnp.ones((n_samples, 1)), extra], axis=1)
@@ -372,5 +374,37 @@ def _draw(key, n_samples, n_species, n_covariates, offset_scale, correlation):
     latent = covariates @ coef + jax.random.multivariate_normal(
         key_z, jnp.zeros(n_species), covariance, (n_samples,)
     )
-    counts = jax.random.poisson(key_y, jnp.exp(offsets + latent))
-    return counts, offsets, covariates, coef, covariance
+    return key_y, offsets + latent, offsets, covariates, coef, covariance
+
+
+@jax.jit
+def _poisson_of_log_rates(key, log_rates):
+    """Poisson counts at rates exp(`log_rates`), compiled once per length of a flat vector. The
+    exp is taken in the sampler's own program, where XLA can fold the sampler's log(exp(x))
+    into x."""
+    return jax.random.poisson(key, jnp.exp(log_rates))
+
+
+SMALLEST_POISSON_LENGTH = 256
+"""The shortest vector `poisson_counts` draws (a power of two, like every length it draws)."""
+
+
+def poisson_counts(key: jax.Array, log_rates: jax.Array) -> np.ndarray:
+    """Poisson counts at rates exp(`log_rates`), as a NumPy array of the same shape, drawn by
+    `jax.random.poisson` from `key`, compiled once per power of two, not once per shape.
+
+    The Poisson sampler is the slowest of JAX's random draws to compile (about a second on a
+    CPU, a program of rejection loops), and `simulate` is called at many shapes. JAX derives
+    the random bits of entry i of a draw from the key and i alone (`jax_threefry_partitionable`,
+    on by default), so the rates are flattened and padded to the next power of two, drawn, and
+    cut back: every data set of up to 256 entries shares one program. A count of a rate below
+    10 (Knuth's algorithm) is then the one the sampler draws at the data's own shape; XLA
+    rounds the rejection step for larger rates otherwise at another length, so those are
+    another draw from the same distribution (tests/test_pln_data.py checks both).
+    """
+    log_rates = np.asarray(log_rates)
+    size = max(SMALLEST_POISSON_LENGTH, 1 << max(log_rates.size - 1, 0).bit_length())
+    padded = np.zeros(size, log_rates.dtype)  # rate 1 in the padding: a quick draw, cut off
+    padded[: log_rates.size] = log_rates.ravel()
+    counts = np.asarray(_poisson_of_log_rates(key, padded))
+    return counts[: log_rates.size].reshape(log_rates.shape)
