@@ -1,5 +1,6 @@
-"""Three properties every exercise checker holds, tried on every checker (issue 34); the last two
-share the checker's runs, which for a PLN exercise are fits (issue 38: the full run's time).
+"""Three properties every exercise checker holds, tried on every checker (issue 34), in one test
+per checker that shares the checker's runs among them: a run of a PLN checker is a fit, and a
+run of any checker compiles the rebuilt answer anew (issue 38: the full run's time).
 
 The answers tried are built from the chapter's own reference solution (tests/exercise_references.py):
 
@@ -180,36 +181,6 @@ def _mutate(value) -> bool:
     return False
 
 
-@pytest.mark.parametrize("name,checker", CHECKERS, ids=IDS)
-def test_an_answer_that_changes_its_inputs_fails_naming_the_argument(
-    name, checker, extra_arguments
-):
-    reference, extra = _setup(name, checker, extra_arguments)
-    mutated, ran = [], []
-
-    def make(inner):
-        @functools.wraps(inner)
-        def changes_its_inputs(*args, **kwargs):
-            result = inner(*args, **kwargs)
-            ran.append(len(args))
-            mutated.extend(position for position, arg in enumerate(args) if _mutate(arg))
-            return result
-
-        return changes_its_inputs
-
-    verdict = checker(_rebuilt(reference, make, every_method=True), *extra)
-    if mutated:
-        assert not verdict, f"{name} passed an answer that changed its inputs"
-        assert "in place" in verdict.message and "changed its argument" in verdict.message, (
-            verdict.message
-        )
-    else:  # the answer's code ran and got only values that cannot change (JAX arrays and
-        # tracers, numbers, strings, functions): the property holds by construction, and the
-        # unchanged wrapper still passes
-        assert ran, f"{name}: the checker never ran the answer's code"
-        assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
-
-
 def _memorising(calls):
     """A `make` for `_rebuilt`: an answer that returns the code's result for the first example
     (for a class, a constructor that builds the first example's instance), whatever it is
@@ -235,22 +206,67 @@ def _memorising(calls):
     return make
 
 
+def _changing_its_inputs(ran: list, mutated: list, calls: list):
+    """A `make` for `_rebuilt`: runs the code, records the call as `_recording` does, then
+    changes every argument it can in place (`_mutate`), noting their positions in `mutated`."""
+
+    def make(inner):
+        @functools.wraps(inner)
+        def changes_its_inputs(*args, **kwargs):
+            result = inner(*args, **kwargs)
+            ran.append(len(args))
+            calls.append((args, kwargs, result))
+            mutated.extend(position for position, arg in enumerate(args) if _mutate(arg))
+            return result
+
+        return changes_its_inputs
+
+    return make
+
+
+def _run_recorded(checker, reference, extra, calls: list):
+    """The checker's verdict on the reference rebuilt to record its calls, and the simulated
+    costs that run drew."""
+    start = len(checks.SIMULATED_COSTS)
+    verdict = checker(_rebuilt(reference, _recording(calls)), *extra)
+    return verdict, checks.SIMULATED_COSTS[start:]
+
+
 @pytest.mark.parametrize("name,checker", CHECKERS, ids=IDS)
-def test_memorised_and_constant_answers_fail_and_simulated_costs_are_fresh(
-    name, checker, extra_arguments
-):
-    """Two properties from the same runs of the checker (each run of a PLN checker fits): the
-    reference, rebuilt, passes twice, drawing fresh simulated costs each time; then an answer
-    that memorises the first example, and one that returns a constant, both fail."""
+def test_changed_inputs_memorised_and_constant_answers_fail(name, checker, extra_arguments):
+    """The three properties, from as few runs of the checker as they need (a run of a PLN
+    checker fits): the answer that changes its inputs in place runs first; where its code got
+    only values that cannot change, that run is the reference's, rebuilt, and must pass, and
+    its recorded calls serve the memorising answer. A checker that drew simulated costs is
+    run once more, to show that it draws them afresh."""
     reference, extra = _setup(name, checker, extra_arguments)
-    draws = []
-    for _ in range(2):
-        start = len(checks.SIMULATED_COSTS)
-        calls = []
-        verdict = checker(_rebuilt(reference, _recording(calls)), *extra)
+    ran, mutated, calls = [], [], []
+    start = len(checks.SIMULATED_COSTS)
+    verdict = checker(
+        _rebuilt(reference, _changing_its_inputs(ran, mutated, calls), every_method=True), *extra
+    )
+    first_draw = checks.SIMULATED_COSTS[start:]
+    if mutated:
+        assert not verdict, f"{name} passed an answer that changed its inputs"
+        assert "in place" in verdict.message and "changed its argument" in verdict.message, (
+            verdict.message
+        )
+    else:  # the answer's code ran and got only values that cannot change (JAX arrays and
+        # tracers, numbers, strings, functions): the property holds by construction, and the
+        # unchanged wrapper still passes
+        assert ran, f"{name}: the checker never ran the answer's code"
         assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
-        draws.append(checks.SIMULATED_COSTS[start:])
-    assert not draws[0] or draws[0] != draws[1], f"{name} drew the same costs twice"
+    if mutated or inspect.isclass(reference):
+        # the in-place run is no reference run (it failed, or, for a class, it recorded every
+        # method's calls, not only the constructor's): record one
+        calls = []
+        verdict, first_draw = _run_recorded(checker, reference, extra, calls)
+        assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
+    if first_draw:
+        verdict, second_draw = _run_recorded(checker, reference, extra, [])
+        assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
+        assert first_draw != second_draw, f"{name} drew the same costs twice"
+
     memorising = _memorising(calls)
     assert not checker(_rebuilt(reference, memorising), *extra), (
         f"{name} passed an answer that only knows the first example's result"
