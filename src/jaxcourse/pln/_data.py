@@ -402,9 +402,9 @@ def poisson_counts(key: jax.Array, log_rates: jax.Array) -> np.ndarray:
     rounds the rejection step for larger rates otherwise at another length, so those are
     another draw from the same distribution (tests/test_pln_data.py checks both).
     """
-    log_rates = np.asarray(log_rates)
-    size = max(SMALLEST_POISSON_LENGTH, 1 << max(log_rates.size - 1, 0).bit_length())
-    padded = np.zeros(size, log_rates.dtype)  # rate 1 in the padding: a quick draw, cut off
-    padded[: log_rates.size] = log_rates.ravel()
+    values = np.asarray(log_rates)
+    size = max(SMALLEST_POISSON_LENGTH, 1 << max(values.size - 1, 0).bit_length())
+    padded = np.zeros(size, values.dtype)  # rate 1 in the padding: a quick draw, cut off
+    padded[: values.size] = values.ravel()
     counts = np.asarray(_poisson_of_log_rates(key, padded))
-    return counts[: log_rates.size].reshape(log_rates.shape)
+    return counts[: values.size].reshape(values.shape)
