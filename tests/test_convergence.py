@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from jaxcourse.bench import float64_profiled_elbo
-from jaxcourse.pln import convergence, level5, load_oaks, profiled, simulate
+from jaxcourse.pln import convergence, init_variational, level5, load_oaks, profiled, simulate
 from jaxcourse.pln.constants import BEST_KNOWN_ELBO_OAKS, PYPLNMODELS_ELBO_OAKS_TREE
 from jaxcourse.pln.separation import SeparationWarning
 
@@ -122,7 +122,7 @@ def test_newton_decrement_is_half_the_newton_step_times_the_gradient():
     """sum(g^2 / c) / 2 is the gain of the diagonal quadratic model's step g / c."""
     data = simulate(30, 5, key=jax.random.key(1)).data
     problem = profiled.prepare(data)
-    evaluation = profiled.evaluate(problem, level5.init_variational(data))
+    evaluation = profiled.evaluate(problem, init_variational(data))
     expected = 0.5 * sum(
         float(np.sum(np.asarray(g, np.float64) ** 2 / np.asarray(c, np.float64)))
         for g, c in zip(evaluation.grad, evaluation.curvature)
@@ -131,13 +131,13 @@ def test_newton_decrement_is_half_the_newton_step_times_the_gradient():
     # evaluate's own decrement, computed beside the Poisson sum, is the same number, for both
     # kernels, and NaN with the ELBO where with_elbo is false (a traced False, as in the loop)
     for kernel in profiled.KERNELS:
-        at_start = profiled.evaluate(problem, level5.init_variational(data), kernel=kernel)
+        at_start = profiled.evaluate(problem, init_variational(data), kernel=kernel)
         np.testing.assert_allclose(float(at_start.decrement), expected, rtol=1e-5)
         skipped = jax.jit(
             lambda v, kernel=kernel: profiled.evaluate(
                 problem, v, with_elbo=jnp.asarray(False), kernel=kernel
             )
-        )(level5.init_variational(data))
+        )(init_variational(data))
         assert np.isnan(float(skipped.decrement)) and np.isnan(float(skipped.elbo))
 
 
