@@ -120,7 +120,7 @@ def fit(
     problem, held, found = prepare_checked(data, separation_limit)
     problem = jax.device_put(problem, problem_layout(rows, replicated))
     variational = jax.device_put(compiled_start(data), rows)
-    tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
+    tol = jax.device_put(np.asarray(tol, data.counts.dtype), replicated)
 
     def run(step_limit, every):
         step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
