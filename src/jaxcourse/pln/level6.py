@@ -123,7 +123,7 @@ def fit(
     tol = jax.device_put(np.asarray(tol, data.counts.dtype), replicated)
 
     def run(step_limit, every):
-        step_limit = jax.device_put(jnp.asarray(step_limit, jnp.int32), replicated)
+        step_limit = jax.device_put(np.asarray(step_limit, np.int32), replicated)
         return run_with_blas_threads(
             blas_threads,
             _fit_sharded,
