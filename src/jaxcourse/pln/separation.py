@@ -26,8 +26,6 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 import numpy.typing as npt
-from scipy.linalg import null_space
-from scipy.optimize import linprog
 
 from ._data import PLNData
 
@@ -90,6 +88,11 @@ def separating_direction(covariates: np.ndarray, seen: np.ndarray) -> np.ndarray
     samples, as many of them strictly negative as it can. Repeated until no new sample joins,
     since the union of separable sets is separable (the sum of their directions separates it).
     """
+    # Imported here, not with the module: scipy.optimize takes about half a second to import,
+    # and every process that imports jaxcourse.pln would pay it, most of them never separating.
+    from scipy.linalg import null_space
+    from scipy.optimize import linprog
+
     basis = (
         null_space(_unique_rows(covariates[seen])) if seen.any() else np.eye(covariates.shape[1])
     )

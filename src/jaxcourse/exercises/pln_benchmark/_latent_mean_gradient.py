@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -42,10 +44,17 @@ def _gradient_parts(data, variational) -> dict:
     }
 
 
-def _require_hand_gradient(got, data, variational, how: str) -> None:
+@functools.cache
+def _elbo_gradient():
+    """dJ/dM by autodiff, jitted once: `jax.grad` makes a new function at each call, which a
+    `jax.jit` around it would compile anew at every check."""
     from ...pln import profiled_elbo
 
-    expected = jax.jit(jax.grad(profiled_elbo, argnums=1))(data, variational).latent_mean
+    return jax.jit(jax.grad(profiled_elbo, argnums=1))
+
+
+def _require_hand_gradient(got, data, variational, how: str) -> None:
+    expected = _elbo_gradient()(data, variational).latent_mean
     require(
         np.shape(got) == expected.shape and not isinstance(got, (tuple, list)),
         f"return one (n, p) array like M, shape {expected.shape}; got {type(got).__name__} of shape {np.shape(got)}.",
