@@ -70,7 +70,7 @@ python -m tools.notebooks --check
 
 if [ "$fast" = 1 ]; then
     [ "$#" -eq 0 ] && set -- tests
-    exec python -m pytest -n 2 --dist loadfile -p no:cacheprovider -m "not slow and not network" "$@"
+    exec python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider -m "not slow and not network" "$@"
 fi
 network_pid=""
 if [ "$#" -eq 0 ]; then
@@ -82,7 +82,10 @@ if [ "$#" -eq 0 ]; then
     network_log=$(mktemp)
     nice -n 19 python -m pytest -p no:cacheprovider -m network tests >"$network_log" 2>&1 &
     network_pid=$!
-    # The chapters' solution notebooks, first (the longest items start first). A student
+    # The chapters' solution notebooks, first (the longest items start first:
+    # --no-loadscope-reorder keeps this order, where pytest-xdist would start the files with the
+    # most tests first and the notebooks, one test each, last; conftest.py's scheduler runs the
+    # exercise checkers' test files as one unit, after the notebooks). A student
     # notebook's code cells are its solution notebook's in the same order, less the solutions
     # (plus its summary cell), so it is checked without being run again: its solution notebook
     # runs every one of its cells, and checks that each stub, run before its solution, gets
@@ -95,7 +98,7 @@ if [ "$#" -eq 0 ]; then
     set -- notebooks/*.ipynb tests -m "not network" --durations=10
 fi
 status=0
-JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile -p no:cacheprovider \
+JAXCOURSE_ENFORCE_VERDICTS=1 python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p no:cacheprovider \
     --nbmake --nbmake-timeout=600 "$@" || status=$?
 if [ -n "$network_pid" ]; then
     network_status=0
