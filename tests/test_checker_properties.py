@@ -206,16 +206,17 @@ def _memorising(calls):
     return make
 
 
-def _changing_its_inputs(ran: list, mutated: list, calls: list):
-    """A `make` for `_rebuilt`: runs the code, records the call as `_recording` does, then
-    changes every argument it can in place (`_mutate`), noting their positions in `mutated`."""
+def _changing_its_inputs(mutated: list, calls: list):
+    """A `make` for `_rebuilt`: runs the code and records the call (`_recording`), then changes
+    every argument it can in place (`_mutate`), noting their positions in `mutated`."""
+    record = _recording(calls)
 
     def make(inner):
+        recorded = record(inner)
+
         @functools.wraps(inner)
         def changes_its_inputs(*args, **kwargs):
-            result = inner(*args, **kwargs)
-            ran.append(len(args))
-            calls.append((args, kwargs, result))
+            result = recorded(*args, **kwargs)
             mutated.extend(position for position, arg in enumerate(args) if _mutate(arg))
             return result
 
@@ -240,10 +241,10 @@ def test_changed_inputs_memorised_and_constant_answers_fail(name, checker, extra
     its recorded calls serve the memorising answer. A checker that drew simulated costs is
     run once more, to show that it draws them afresh."""
     reference, extra = _setup(name, checker, extra_arguments)
-    ran, mutated, calls = [], [], []
+    mutated, calls = [], []
     start = len(checks.SIMULATED_COSTS)
     verdict = checker(
-        _rebuilt(reference, _changing_its_inputs(ran, mutated, calls), every_method=True), *extra
+        _rebuilt(reference, _changing_its_inputs(mutated, calls), every_method=True), *extra
     )
     first_draw = checks.SIMULATED_COSTS[start:]
     if mutated:
@@ -254,7 +255,7 @@ def test_changed_inputs_memorised_and_constant_answers_fail(name, checker, extra
     else:  # the answer's code ran and got only values that cannot change (JAX arrays and
         # tracers, numbers, strings, functions): the property holds by construction, and the
         # unchanged wrapper still passes
-        assert ran, f"{name}: the checker never ran the answer's code"
+        assert calls, f"{name}: the checker never ran the answer's code"
         assert verdict, f"{name}: the reference, rebuilt, fails: {verdict.message}"
     if mutated or inspect.isclass(reference):
         # the in-place run is no reference run (it failed, or, for a class, it recorded every

@@ -31,7 +31,6 @@ from ._algorithm import (
     check_fit_arguments,
     compiled_start,
     first_bad_step,
-    init_variational,
 )
 from ._data import PLNData
 from ._model import Variational
@@ -266,11 +265,11 @@ def fit_many(
             raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
         problems, helds, founds = prepare_many(datasets, separation_limit)
         problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *problems)
-        starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(init_variational, datasets))
+        starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(compiled_start, datasets))
         batched_problem = True
         dtype = datasets[0].counts.dtype
     options = dict(n_iter=n_iter, optimizer=optimizer, batched_problem=batched_problem)
-    traced_tol = jnp.asarray(tol, dtype)
+    traced_tol = jax.device_put(np.asarray(tol, dtype))  # as in `fit`: no conversion program
 
     def run(step_limits):
         return _fit_many_compiled(problem, starts, traced_tol, step_limits, **options)
