@@ -1,5 +1,6 @@
 """Data loading, simulation, and the errors bad input gets."""
 
+import functools
 import gzip
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from jaxcourse.pln import (
 from jaxcourse.pln._data import (
     OAKS_COVARIATES,
     OAKS_FILES,
+    _draw,
     _poisson_of_log_rates,
     poisson_counts,
 )
@@ -109,6 +111,23 @@ def test_simulate_is_reproducible_and_has_known_parameters(key):
     np.testing.assert_array_equal(first.data.counts, second.data.counts)
     assert not np.array_equal(first.data.counts, other.data.counts)
     assert np.all(np.asarray(first.data.counts) == np.round(first.data.counts))
+
+
+def test_simulate_draws_its_normals_as_one_random_bits_operation():
+    """`simulate`'s draws compile one random-bits operation, not one per array, and give the
+    arrays of separate calls of `jax.random.normal` and `multivariate_normal` from the same
+    keys, to float32 rounding."""
+    key, n, p, k = jax.random.key(4), 30, 7, 3
+    jaxpr = str(jax.make_jaxpr(_draw, static_argnums=(1, 2, 3))(key, n, p, k, 1.0, 0.5))
+    assert jaxpr.count("random_bits") == 1, jaxpr
+    _, log_rates, offsets, covariates, coef, covariance = _draw(key, n, p, k, 1.0, 0.5)
+    key_x, key_b, key_o, key_z, _ = jax.random.split(key, 5)
+    close = functools.partial(np.testing.assert_allclose, rtol=1e-6, atol=1e-6)
+    close(covariates[:, 1:], jax.random.normal(key_x, (n, k - 1)))
+    close(coef, (0.5 * jax.random.normal(key_b, (k, p))).at[0].add(1.0))
+    close(offsets, 0.1 * jax.random.normal(key_o, (n, p)))
+    latent = jax.random.multivariate_normal(key_z, jnp.zeros(p), covariance, (n,))
+    close(log_rates, offsets + covariates @ coef + latent)
 
 
 def test_poisson_counts_of_rates_below_10_are_the_samplers_at_the_data_shape():
