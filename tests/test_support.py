@@ -128,6 +128,26 @@ def test_count_compilations_sees_a_new_shape_but_not_a_cache_hit():
     assert miss.traces == 1 and miss.compiles == 1
 
 
+def test_clear_compiled_empties_the_packages_programs_and_keeps_the_others():
+    """After `clear_compiled` of a package, a function of the package compiles again at its next
+    call; a function defined elsewhere, and an operation run op by op, do not."""
+    from jaxcourse.pln import _algorithm, load_oaks
+    from jaxcourse.tracecount import clear_compiled, count_compilations
+
+    data = load_oaks()
+    page_function = jax.jit(lambda x: x * 2.0)
+    x = jnp.ones(3)
+    for call in (lambda: _algorithm.compiled_start(data), lambda: page_function(x), lambda: x + x):
+        call()
+    assert clear_compiled("jaxcourse.pln") >= 10  # every level's programs, among others
+    counts = []
+    for call in (lambda: _algorithm.compiled_start(data), lambda: page_function(x), lambda: x + x):
+        with count_compilations() as counted:
+            call()
+        counts.append(counted.compiles)
+    assert counts == [1, 0, 0]
+
+
 def test_require_array_accepts_bfloat16_as_numeric():
     """A bfloat16 result of the right shape passes the structural check (NumPy sees its dtype as
     kind 'V'); it comes back as float32 for the checker's comparisons."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol, cast
 
@@ -74,3 +75,24 @@ def count_compilations() -> Iterator[CompileCount]:
         yield count
     finally:
         jax.monitoring.unregister_event_duration_listener(listener)
+
+
+def clear_compiled(package: str = "jaxcourse") -> int:
+    """Empties the compilation caches of the jitted functions that the loaded modules of
+    `package` define at module level, and returns how many it emptied.
+
+    Their next calls compile anew, so that a timed first call measures its compilation even in
+    a process that ran the function before. Everything else the process compiled stays
+    compiled: a page's own functions and the operations it ran op by op, which
+    `jax.clear_caches()` would empty too, to be compiled again at their next use.
+    """
+    jitted = {
+        id(value): value
+        for name, module in list(sys.modules.items())
+        if module is not None and (name == package or name.startswith(f"{package}."))
+        for value in list(vars(module).values())
+        if hasattr(value, "_cache_size") and callable(getattr(value, "clear_cache", None))
+    }
+    for function in jitted.values():
+        function.clear_cache()
+    return len(jitted)

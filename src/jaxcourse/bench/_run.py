@@ -9,7 +9,7 @@ import numpy as np
 
 from ..pln import PLNData, Variational, as_float64, profiled_elbo
 from ..timing import time_call
-from ..tracecount import count_compilations
+from ..tracecount import clear_compiled, count_compilations
 from ._fresh import run_fresh
 from ._methods import Method
 
@@ -107,10 +107,10 @@ def run_method(
 ) -> MethodRun:
     """Runs `method` on `data` and returns what it measured (no floor, no time to target yet).
 
-    A level is timed with `time_call` (one warm-up, then the median of `repeat` fits) from
-    empty compilation caches, and called once more for its trace; with `cold_repeat`, its
-    first call is also timed in that many fresh processes. The reference runs in fresh
-    processes only (`run_reference`).
+    A level is timed with `time_call` (one warm-up, then the median of `repeat` fits), its
+    programs compiled afresh (`tracecount.clear_compiled`), and called once more for its
+    trace; with `cold_repeat`, its first call is also timed in that many fresh processes. The
+    reference runs in fresh processes only (`run_reference`).
     """
     if method.is_reference:
         return run_reference(method, data, repeat=repeat, cold_repeat=max(cold_repeat, 1))
@@ -118,8 +118,9 @@ def run_method(
     options, adapted_note = method.adapt(data) if method.adapt else ({}, "")
     options = {**method.options, **options}
     # A fit compiled earlier in this process (by a page, or by another method with the same
-    # settings) would otherwise be a cache hit and report a compile time of zero.
-    jax.clear_caches()
+    # settings) would otherwise be a cache hit and report a compile time of zero. Only the
+    # levels' programs are emptied: jax.clear_caches() would empty the page's too.
+    clear_compiled("jaxcourse.pln")
     with count_compilations() as clock:
         timing = time_call(
             method.fit, data, budget, repeat=repeat, warmup=1, name=method.name, **options
