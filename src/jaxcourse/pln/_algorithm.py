@@ -252,6 +252,13 @@ compiled_start = jax.jit(init_variational)
 its operations compiles a program of its own at a fit's first call."""
 
 
+def device_array(value, dtype, sharding=None) -> jax.Array:
+    """`value` (a fit's `tol`, its step limits) as a JAX array of `dtype`, copied from NumPy to
+    the device (or laid out by `sharding`): `jnp.asarray` would compile a conversion program of
+    its own at a fit's first call. Passed as a traced argument, a new value does not recompile."""
+    return jax.device_put(np.asarray(value, dtype), sharding)
+
+
 def update_step(
     variational: Variational,
     params: ModelParams,

@@ -25,6 +25,7 @@ from ._algorithm import (
     FitResult,
     check_fit_arguments,
     compiled_start,
+    device_array,
     report_divergence,
 )
 from ._data import PLNData
@@ -215,12 +216,10 @@ def fit(
     start = compiled_start(data) if start is None else start
     check_start(data, start)
     problem, held, found = prepare_checked(data, separation_limit)
-    # Traced, so a new tol does not recompile; copied from NumPy, as jnp.asarray would compile
-    # a conversion of its own at the first call.
-    traced_tol = jax.device_put(np.asarray(tol, data.counts.dtype))
+    traced_tol = device_array(tol, data.counts.dtype)
 
     def run(step_limit, every):
-        step_limit = jax.device_put(np.asarray(step_limit, np.int32))
+        step_limit = device_array(step_limit, np.int32)
         return run_with_blas_threads(
             blas_threads,
             fit_compiled,

@@ -30,6 +30,7 @@ from ._algorithm import (
     FitResult,
     check_fit_arguments,
     compiled_start,
+    device_array,
     first_bad_step,
 )
 from ._data import PLNData
@@ -119,16 +120,16 @@ def fit(
     problem, held, found = prepare_checked(data, separation_limit)
     problem = jax.device_put(problem, problem_layout(rows, replicated))
     variational = jax.device_put(compiled_start(data), rows)
-    tol = jax.device_put(np.asarray(tol, data.counts.dtype), replicated)
+    traced_tol = device_array(tol, data.counts.dtype, replicated)
 
     def run(step_limit, every):
-        step_limit = jax.device_put(np.asarray(step_limit, np.int32), replicated)
+        step_limit = device_array(step_limit, np.int32, replicated)
         return run_with_blas_threads(
             blas_threads,
             _fit_sharded,
             problem,
             variational,
-            tol,
+            traced_tol,
             step_limit,
             n_iter=n_iter,
             optimizer=optimizer,
@@ -269,7 +270,7 @@ def fit_many(
         batched_problem = True
         dtype = datasets[0].counts.dtype
     options = dict(n_iter=n_iter, optimizer=optimizer, batched_problem=batched_problem)
-    traced_tol = jax.device_put(np.asarray(tol, dtype))  # as in `fit`: no conversion program
+    traced_tol = device_array(tol, dtype)
 
     def run(step_limits):
         return _fit_many_compiled(problem, starts, traced_tol, step_limits, **options)

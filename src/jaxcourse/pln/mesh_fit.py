@@ -19,7 +19,7 @@ from jax.sharding import PartitionSpec as P
 
 from ..mesh import DATA, MODEL
 from ..parallel import check_even_split
-from ._algorithm import FitResult, check_fit_arguments
+from ._algorithm import FitResult, check_fit_arguments, device_array
 from ._data import PLNData
 from .convergence import DEFAULT_TOL, check_tol, run_loop
 from .level5 import RPROP, prepare_checked
@@ -98,13 +98,13 @@ def fit_restarts(
     starts = jax.device_put(
         random_starts(data, keys, scale=scale), NamedSharding(mesh, P(MODEL, DATA))
     )
-    tol = jax.device_put(jnp.asarray(tol, data.counts.dtype), replicated)
+    traced_tol = device_array(tol, data.counts.dtype, replicated)
     by_restart = NamedSharding(mesh, P(MODEL))
 
     def run(step_limits):
-        step_limits = jax.device_put(jnp.asarray(step_limits, jnp.int32), by_restart)
+        step_limits = device_array(step_limits, jnp.int32, by_restart)
         return _fit_on_grid(
-            problem, starts, tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh
+            problem, starts, traced_tol, step_limits, n_iter=n_iter, optimizer=optimizer, mesh=mesh
         )
 
     results = report_divergences(run(jnp.full((len(keys),), n_iter, jnp.int32)), run)
