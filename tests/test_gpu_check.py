@@ -4,6 +4,7 @@ about the command, its report or its parsing is first debugged on a GPU."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -81,7 +82,11 @@ def test_the_runner_lets_a_tagged_cell_raise_and_stops_at_any_other(tmp_path):
         ("raise TypeError('shown on the page')", ["raises-exception"]),
         ("assert x == 1", []),
     )
+    environment = dict(os.environ)
     assert notebook_runner.run_cells(allowed) == 0
+    # In-process, the runner leaves the environment alone: an `MPLBACKEND=Agg` it left behind
+    # was inherited by the kernels test_site started later in the same worker (pages without figures).
+    assert dict(os.environ) == environment
     failing = _notebook(tmp_path / "failing.ipynb", ("x = 1", []), ("1 / 0", []), ("x = 2", []))
     run = [sys.executable, "-m", "tools.notebook_runner", str(failing)]
     done = subprocess.run(run, cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -91,8 +96,22 @@ def test_the_runner_lets_a_tagged_cell_raise_and_stops_at_any_other(tmp_path):
 
 def test_without_ipython_the_runner_stands_in_for_its_display(monkeypatch):
     monkeypatch.setitem(sys.modules, "IPython", None)  # `import IPython` now raises ImportError
-    monkeypatch.delitem(sys.modules, "IPython.display", raising=False)
+    # setitem, not delitem: the stand-in put in sys.modules is taken out again after the test.
+    monkeypatch.setitem(sys.modules, "IPython.display", None)
     assert notebook_runner._ipython_stand_in() is True
     from IPython.display import Markdown, display
 
     assert display(Markdown("shown nowhere")) is None
+
+
+def test_the_runner_draws_figures_off_screen_in_its_own_process(tmp_path):
+    notebook = _notebook(
+        tmp_path / "backend.ipynb",
+        ("import matplotlib; assert matplotlib.get_backend().lower() == 'agg'", []),
+    )
+    run = [sys.executable, "-m", "tools.notebook_runner", str(notebook)]
+    environment = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    done = subprocess.run(
+        run, cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr

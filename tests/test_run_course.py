@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_book(root: Path) -> Path:
-    """notebooks/a.ipynb (two code cells that run) and notebooks/b.ipynb (its second cell fails),
+    """notebooks/a.ipynb (two code cells that run, the second draws a figure) and notebooks/b.ipynb (its second cell fails),
     with a package in src/jaxcourse/."""
     (root / "notebooks").mkdir(parents=True)
     (root / "src" / "jaxcourse").mkdir(parents=True)
@@ -34,7 +34,7 @@ def make_book(root: Path) -> Path:
     a = [
         nbformat.v4.new_markdown_cell("# A"),
         cell("import sys\nprint('kernel noise', file=sys.__stderr__)"),
-        cell("x = 2"),
+        cell("import matplotlib.pyplot as plt\n\nx = 2\nplt.plot([0, x])\nplt.show()"),
     ]
     b = [cell("y = 1"), cell("def f():\n    return 1 / 0\n\nf()"), cell("z = 3")]
     for name, cells in (("a", a), ("b", b)):
@@ -50,10 +50,13 @@ def terminal() -> tuple[Console, io.StringIO]:
 
 @pytest.fixture(scope="module")
 def first_run(tmp_path_factory):
-    """The tiny book run once for real (two kernels): the results and what the console showed."""
+    """The tiny book run once for real (two kernels): the results and what the console showed.
+    The shell's `MPLBACKEND` is `Agg`, as on many headless machines."""
     root = make_book(tmp_path_factory.mktemp("book"))
     console, out = terminal()
-    results = run_course.run_course(root, [], console=console)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MPLBACKEND", "Agg")
+        results = run_course.run_course(root, [], console=console)
     return root, results, out.getvalue()
 
 
@@ -69,6 +72,13 @@ def test_progress_shows_chapter_k_of_n_cells_and_time(first_run):
     assert (root / "_executed" / "a.ipynb").exists()
     executed = nbformat.read(root / "_executed" / "a.ipynb", as_version=4)
     assert all(c.execution_count for c in executed.cells if c.cell_type == "code")
+
+
+def test_figures_reach_the_page_whatever_backend_the_shell_set(first_run):
+    root, _, _ = first_run
+    executed = nbformat.read(root / "_executed" / "a.ipynb", as_version=4)
+    outputs = [o for c in executed.cells for o in c.get("outputs", [])]
+    assert any("image/png" in o.get("data", {}) for o in outputs), outputs
 
 
 def test_the_run_ends_with_a_table_and_the_failing_cell(first_run):

@@ -31,6 +31,7 @@ from PIL import Image
 from tools.bibliography import load_bibliography
 from tools.book import load_book, pinned_jax_version
 from tools.quarto_leftovers import LEFTOVER_PATTERNS
+from tools.run_course import kernel_environment
 from tools.site import SitePage, build_site, local_links, outline
 
 # More than a few seconds: left out of the fast tier (scripts/test.sh --fast).
@@ -105,7 +106,7 @@ def execute_test_chapters(folder: Path) -> Path:
         client = nbclient.NotebookClient(
             notebook, timeout=600, kernel_name="python3", allow_errors=True
         )
-        client.execute(cwd=str(ROOT / "notebooks"))
+        client.execute(cwd=str(ROOT / "notebooks"), env=kernel_environment())
         nbformat.write(notebook, folder / f"{name}.ipynb")
     return folder
 

@@ -49,7 +49,6 @@ def _ipython_stand_in() -> bool:
 def run_cells(notebook: Path) -> int:
     """Runs a notebook's code cells in one namespace, in this process; 1 at the first cell that
     raises without `#| error: true`, after printing which cell and its traceback."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
     if _ipython_stand_in():
         print("IPython missing: its display is a stand-in here", file=sys.stderr)
     namespace: dict = {"__name__": "__main__"}
@@ -67,4 +66,7 @@ def run_cells(notebook: Path) -> int:
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m tools.notebook_runner NOTEBOOK")
+    # Figures are drawn off screen. Set here, in the runner's own process, never by `run_cells`:
+    # a kernel started later from a process holding `Agg` would draw its page without figures.
+    os.environ.setdefault("MPLBACKEND", "Agg")
     sys.exit(run_cells(Path(sys.argv[1])))

@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import importlib.metadata
 import json
+import os
 import re
 import sys
 import time
@@ -49,6 +50,16 @@ STATE = ".course-state.json"
 """In `EXECUTED`: each chapter's fingerprint and time at its last successful run."""
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+INLINE_FIGURES = "module://matplotlib_inline.backend_inline"
+"""The Jupyter kernel's Matplotlib backend, which puts each figure in the cell's outputs."""
+
+
+def kernel_environment() -> dict[str, str]:
+    """This process's environment for a kernel that renders a page: `MPLBACKEND` is the inline
+    backend whatever the shell set. ipykernel keeps an `MPLBACKEND` it inherits, and `Agg` (common
+    on headless machines) would draw every figure nowhere: a page without its figures."""
+    return {**os.environ, "MPLBACKEND": INLINE_FIGURES}
 
 
 @dataclass
@@ -143,7 +154,9 @@ def execute(
     start = time.perf_counter()
     try:
         # The kernel's own stdout and stderr (not the cells' outputs) go to the log.
-        client.execute(cwd=str(notebook_path.parent), stdout=log, stderr=log)
+        client.execute(
+            cwd=str(notebook_path.parent), env=kernel_environment(), stdout=log, stderr=log
+        )
     except (CellExecutionError, DeadKernelError, TimeoutError, RuntimeError) as failure:
         index = current.get("index")
         cell = notebook.cells[index] if index is not None else None

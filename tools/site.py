@@ -43,6 +43,7 @@ from tools.qmd import (
     first_heading,
     load_config,
 )
+from tools.run_course import kernel_environment
 from tools.site_anchors import ANCHOR, add_anchors
 from tools.workshop_pages import render_asis
 
@@ -229,7 +230,12 @@ def page_kernel(cwd: Path) -> Iterator[Callable[[nbformat.NotebookNode], None]]:
         if manager is None:
             manager = KernelManager(kernel_name="python3")
             # The kernel's own messages (not the cells' outputs) would only be noise here.
-            manager.start_kernel(cwd=str(cwd), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            manager.start_kernel(
+                cwd=str(cwd),
+                env=kernel_environment(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
         NotebookClient(notebook, km=manager, timeout=600).execute()
 
     try:
