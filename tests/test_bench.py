@@ -481,3 +481,23 @@ def test_sweep_needs_covariates_and_sizes():
         bench.run_sweep([(20, 3)], n_covariates=1, key=jax.random.key(0))
     with pytest.raises(ValueError, match="at least one"):
         bench.run_sweep([], key=jax.random.key(0))
+
+
+def test_the_sweep_gives_the_reference_process_the_torch_threads_asked_for(monkeypatch):
+    """`run_sweep(torch_threads=...)` reaches the fresh process pyPLNmodels runs in (the page
+    gives torch one thread on a CPU); None leaves `run_fresh` its default."""
+    import jax
+
+    from jaxcourse.bench import _sweep
+
+    asked = []
+
+    def stop_at_the_reference(kind, datasets, **options):
+        asked.append((kind, options["torch_threads"]))
+        raise RuntimeError("stopped before fitting")
+
+    monkeypatch.setattr(_sweep, "run_fresh", stop_at_the_reference)
+    for threads in (1, None):
+        with pytest.raises(RuntimeError, match="stopped before fitting"):
+            bench.run_sweep([(20, 3)], key=jax.random.key(0), torch_threads=threads)
+    assert asked == [("reference", 1), ("reference", None)]

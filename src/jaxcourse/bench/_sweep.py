@@ -51,6 +51,7 @@ def run_sweep(
     method: str = PLAIN_CALL,
     n_iter: int = 600,
     repeat: int = 1,
+    torch_threads: int | None = None,
 ) -> list[SweepPoint]:
     """Fits `method` (in this process) and pyPLNmodels' default (in one fresh process, which
     first fits a small warm-up problem) to simulated data of each size.
@@ -62,6 +63,8 @@ def run_sweep(
         method: a name of `bench.METHODS`.
         n_iter: the method's iteration budget.
         repeat: warm fits of the method per size.
+        torch_threads: torch's threads in the reference's process (`run_fresh`'s default, the
+            cores this process may use, if None).
     """
     if n_covariates < 2:
         raise ValueError(
@@ -74,7 +77,11 @@ def run_sweep(
     warm_up = simulate(20, 3, key=jax.random.key(0), n_covariates=n_covariates).data
     # The warm-up takes a few steps only: enough to pay torch's first-call costs.
     reference = run_fresh(
-        "reference", [warm_up, *datasets], n_iter=400, maxiter=[5] + [None] * len(datasets)
+        "reference",
+        [warm_up, *datasets],
+        n_iter=400,
+        maxiter=[5] + [None] * len(datasets),
+        torch_threads=torch_threads,
     ).fits[1:]
     points = []
     for data, theirs in zip(datasets, reference):
