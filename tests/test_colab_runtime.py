@@ -143,8 +143,8 @@ class ColabRuntime:
         # Notebook kernels: the venv's own kernelspec, not one of the test machine's.
         env["JUPYTER_PATH"] = str(self.venv / "share" / "jupyter")
         # pip installs without byte-compiling (its --no-compile), the setup cell's pip included:
-        # compiling was two thirds of this file's CPU time (preinstall: 38.6 CPU-s, 14.8 without),
-        # and the versions pip picks do not depend on it. pip reads PIP_NO_COMPILE as the value of
+        # measured on 2026-12-06, the preinstall took 38.6 CPU-s compiling and 14.8 without, and
+        # the tests marked network 181 and 109; the versions pip picks do not depend on it. pip reads PIP_NO_COMPILE as the value of
         # its `compile` setting, so "0" turns compiling off ("1" would turn it on); the fixture
         # checks that it did.
         env["PIP_NO_COMPILE"] = "0"

@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def make_book(root: Path) -> Path:
-    """notebooks/a.ipynb (two code cells that run, the second draws a figure) and notebooks/b.ipynb (its second cell fails),
-    with a package in src/jaxcourse/."""
+    """notebooks/a.ipynb (two code cells that run, the second draws a figure) and
+    notebooks/b.ipynb (its second cell fails), with a package in src/jaxcourse/."""
     (root / "notebooks").mkdir(parents=True)
     (root / "src" / "jaxcourse").mkdir(parents=True)
     (root / "src" / "jaxcourse" / "__init__.py").write_text("x = 1\n")
