@@ -1,4 +1,5 @@
-"""Shared test settings: four simulated CPU devices, and small fixtures."""
+"""Shared test settings: four simulated CPU devices, a persistent compilation cache for this
+process, and small fixtures."""
 
 import jax
 
@@ -6,7 +7,23 @@ import jax
 # single-device computation is unaffected (it runs on device 0).
 jax.config.update("jax_num_cpu_devices", 4)
 
+import atexit  # noqa: E402
+import shutil  # noqa: E402
+import tempfile  # noqa: E402
+
 import pytest  # noqa: E402
+
+from jaxcourse import compilation_cache  # noqa: E402
+
+# Each test process compiles through a persistent compilation cache of its own, a temporary
+# folder removed when the process ends: a program that an earlier test of the process compiled
+# (the same chapter solution rebuilt by another test, a checker's reference met again) is read
+# back instead of compiled, about 30 % of the checkers' tests' time. Only this process: the
+# notebook kernels and the fresh processes that the tests and the benchmark start keep JAX's
+# default, the cache off, as a learner has it. A program read back counts as compiled
+# (`tracecount.count_compilations`), so the counts the checkers and tests assert are the same.
+TEST_COMPILATION_CACHE = compilation_cache.enable(tempfile.mkdtemp(prefix="jaxcourse-tests-jit-"))
+atexit.register(shutil.rmtree, TEST_COMPILATION_CACHE, ignore_errors=True)
 
 
 @pytest.fixture

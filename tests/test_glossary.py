@@ -1,7 +1,10 @@
 """The glossary's links all resolve, it defines the course's core vocabulary, and its exercise
 checker accepts the reference solution and rejects typical wrong answers."""
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import jax
@@ -133,8 +136,16 @@ def test_the_jit_cache_key_holds_weak_types_and_x64():
 
 
 def test_the_persistent_cache_options_exist_and_it_is_off_by_default():
-    """Persistent compilation cache: the two options the definition names."""
-    assert jax.config.jax_compilation_cache_dir is None
+    """Persistent compilation cache: the two options the definition names. Off in a fresh
+    process (tests/conftest.py turns it on in the test processes)."""
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import jax; print(jax.config.jax_compilation_cache_dir)"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert fresh.stdout.strip() == "None"
     assert jax.config.jax_persistent_cache_min_compile_time_secs >= 0
 
 

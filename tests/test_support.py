@@ -128,6 +128,32 @@ def test_count_compilations_sees_a_new_shape_but_not_a_cache_hit():
     assert miss.traces == 1 and miss.compiles == 1
 
 
+def test_a_program_read_from_the_persistent_cache_counts_as_compiled():
+    """Two jitted functions with the same code are two programs for JAX's in-memory caches: the
+    second is read from the persistent cache that tests/conftest.py turned on, and counted."""
+    from jaxcourse import compilation_cache
+    from jaxcourse.tracecount import count_compilations
+
+    hits = []
+
+    def listener(event, **_):
+        if event.endswith("/cache_hits"):
+            hits.append(event)
+
+    x = jnp.ones(13)  # made outside: creating it compiles too
+    counts = []
+    jax.monitoring.register_event_listener(listener)
+    try:
+        for _ in range(2):
+            with count_compilations() as counted:
+                jax.jit(lambda x: jnp.cos(x) * 3.0 + 1.0)(x)
+            counts.append((counted.traces, counted.compiles))
+    finally:
+        jax.monitoring.unregister_event_listener(listener)
+    assert compilation_cache.is_enabled() and len(hits) == 1
+    assert counts == [(1, 1), (1, 1)]
+
+
 def test_clear_compiled_empties_the_packages_programs_and_keeps_the_others():
     """After `clear_compiled` of a package, a function of the package compiles again at its next
     call; a function defined elsewhere, and an operation run op by op, do not."""

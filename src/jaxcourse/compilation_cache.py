@@ -31,8 +31,8 @@ def enable(directory=None) -> Path:
     Call it at the start of a script or notebook, before the first jitted call: JAX then
     writes every program it compiles to the folder, and a later process that compiles the
     same program for the same shapes, devices and versions reads it back instead of
-    compiling. The cache stays off unless this is called (the course's tests never call it
-    in their own process).
+    compiling. The cache stays off unless this is called (the course's tests call it in their
+    own processes, with a temporary folder: tests/conftest.py).
 
     Args:
         directory: the folder; `default_directory()` when None. It is created if missing.

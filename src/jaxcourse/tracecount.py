@@ -15,6 +15,8 @@ import jax
 # every compile-time stage (tracing, lowering, compiling) is reported under the common prefix.
 _COMPILE_STAGE_PREFIX = "/jax/core/compile/"
 _TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+# The compile event times getting the program from XLA, compiled or, with the persistent
+# compilation cache on (`compilation_cache`), read back from it: each counts once.
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 
@@ -47,7 +49,11 @@ def count_traces(fn: Callable) -> Counted:
 @dataclasses.dataclass
 class CompileCount:
     """Traces and XLA compilations seen inside a `count_compilations` block, and the seconds
-    spent in all compile-time stages (tracing, lowering, XLA compilation)."""
+    spent in all compile-time stages (tracing, lowering, XLA compilation).
+
+    A program read back from the persistent compilation cache counts as compiled, and its read
+    as its compile time: either way the call built a program new to this process, so a count
+    is the same with the cache on (`compilation_cache.enable`) or off."""
 
     traces: int = 0
     compiles: int = 0
