@@ -144,9 +144,9 @@ class ColabRuntime:
         env["JUPYTER_PATH"] = str(self.venv / "share" / "jupyter")
         # pip installs without byte-compiling (its --no-compile), the setup cell's pip included:
         # measured on 2026-12-06, the preinstall took 38.6 CPU-s compiling and 14.8 without, and
-        # the tests marked network 181 and 109; the versions pip picks do not depend on it. pip reads PIP_NO_COMPILE as the value of
-        # its `compile` setting, so "0" turns compiling off ("1" would turn it on); the fixture
-        # checks that it did.
+        # the tests marked network 181 s and 109 s; the versions pip picks do not depend on it.
+        # pip reads PIP_NO_COMPILE as the value of its `compile` setting, so "0" turns compiling
+        # off ("1" would turn it on); the fixture checks that it did.
         env["PIP_NO_COMPILE"] = "0"
         return env
 
