@@ -80,8 +80,9 @@ def test_log_factorial_constant_is_summed_in_float64(oaks):
 
 def test_the_rewrite_recovers_most_of_what_the_naive_hoist_loses(oaks):
     """pln-benchmark.qmd's float32 section, at a fitted oaks point against float64: summing
-    log Y! apart loses about 0.1 nat; level 5's rewrite most of that back (about 0.01 nat, still
-    more than gammaln in every iteration, about 0.001), a few parts in 10^7 of the ELBO."""
+    log Y! apart loses a few hundredths of a nat; level 5's rewrite wins most of it back, to
+    within one float32 rounding step of the ELBO of gammaln in every iteration (its shifted
+    offsets are rounded once from float64), under 10^-6 of the ELBO."""
     from jax.scipy.special import gammaln
 
     mean, sqrt_var = level5.fit(oaks, 1000).variational
@@ -101,7 +102,7 @@ def test_the_rewrite_recovers_most_of_what_the_naive_hoist_loses(oaks):
         rewritten = profiled.poisson_sum(problem, (mean, sqrt_var)) + problem.log_factorial_constant
     in_loop, hoisted, rewritten = (abs(float(v) - exact) for v in (in_loop, hoisted, rewritten))
     assert rewritten < hoisted / 5 and rewritten < 1e-6 * abs(exact)
-    assert in_loop < rewritten < hoisted
+    assert rewritten <= in_loop + abs(np.spacing(np.float32(exact))), (rewritten, in_loop)
 
 
 @pytest.mark.parametrize("largest", [0, 5, 3000, 10**7])
@@ -202,14 +203,14 @@ def test_a_new_tol_does_not_recompile(oaks):
     assert counted.traces == counted.compiles == 0
 
 
-def test_a_first_call_compiles_three_programs():
-    """A fit on a new shape compiles its start, its prepared offsets and its loop, each as one
-    program: op by op, the start and `profiled.prepare` compiled about ten programs of their
-    own, about a tenth of a plain first call (issue 39)."""
+def test_a_first_call_compiles_one_program():
+    """A fit on a new shape compiles only its loop: its start and `profiled.prepare` are NumPy.
+    Op by op, they compiled about ten programs of their own, about a tenth of a plain first
+    call, and jitted, two (issue 39)."""
     data = simulate(23, 7, key=jax.random.key(5)).data  # a shape no other test fits
     with count_compilations() as counted:
-        level5.fit(data, 17, optimizer=level5.NEWTON_MOMENTUM, separation_limit=False)
-    assert counted.compiles == 3, counted
+        level5.fit(data, 17, optimizer=level5.NEWTON_MOMENTUM)
+    assert counted.compiles == 1, counted
 
 
 def test_converges_on_oaks_to_the_best_known_elbo(oaks):
@@ -306,13 +307,19 @@ def test_monitor_every_computes_the_elbo_at_multiples_only(oaks):
 
 
 def test_monitor_every_stops_at_a_computed_elbo(oaks):
-    """The tolerance test runs where the ELBO is computed: the loop stops at a multiple of
-    monitor_every, and the padded trace repeats that ELBO."""
+    """The tolerance test runs where the ELBO is computed: at multiples of monitor_every until
+    a decrement falls below `CLOSE_FACTOR` times the threshold, then at every iteration. The
+    sparse trace is NaN only before that switch and off the multiples, the loop stops at a
+    computed ELBO, and the padded trace repeats it."""
     result = level5.fit(oaks, 600, optimizer=level5.NEWTON_MOMENTUM, tol=1e-6, monitor_every=10)
     n_steps = int(result.n_steps)
-    assert 0 < n_steps < 600 and n_steps % 10 == 0
+    assert 0 < n_steps < 600
     trace = np.asarray(result.elbo_trace)
     assert np.all(trace[n_steps:] == trace[-1]) and np.isfinite(trace[-1])
+    computed = np.flatnonzero(~np.isnan(trace[:n_steps]))
+    first_close = computed[computed % 10 != 0].min(initial=n_steps)  # the first one off a multiple
+    assert set(computed[computed < first_close]) == set(range(0, first_close, 10))
+    assert np.all(np.isfinite(trace[first_close:n_steps])), "every iteration after the switch"
 
 
 def test_monitor_every_jit_equals_eager(key):

@@ -157,17 +157,19 @@ def test_a_program_read_from_the_persistent_cache_counts_as_compiled():
 def test_clear_compiled_empties_the_packages_programs_and_keeps_the_others():
     """After `clear_compiled` of a package, a function of the package compiles again at its next
     call; a function defined elsewhere, and an operation run op by op, do not."""
-    from jaxcourse.pln import _algorithm, load_oaks
+    from jaxcourse.pln import init_variational, level1, load_oaks
     from jaxcourse.tracecount import clear_compiled, count_compilations
 
     data = load_oaks()
+    start = init_variational(data)
     page_function = jax.jit(lambda x: x * 2.0)
     x = jnp.ones(3)
-    for call in (lambda: _algorithm.compiled_start(data), lambda: page_function(x), lambda: x + x):
+    calls = (lambda: level1.closed_form_step(data, start), lambda: page_function(x), lambda: x + x)
+    for call in calls:
         call()
     assert clear_compiled("jaxcourse.pln") >= 10  # every level's programs, among others
     counts = []
-    for call in (lambda: _algorithm.compiled_start(data), lambda: page_function(x), lambda: x + x):
+    for call in calls:
         with count_compilations() as counted:
             call()
         counts.append(counted.compiles)

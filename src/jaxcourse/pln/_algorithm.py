@@ -247,9 +247,13 @@ def init_variational(data: PLNData) -> Variational:
     return Variational(latent_mean, jnp.full_like(latent_mean, 0.5))
 
 
-compiled_start = jax.jit(init_variational)
-"""`init_variational` as one compiled program, the start levels 5 and 6 take: op by op, each of
-its operations compiles a program of its own at a fit's first call."""
+def numpy_start(data: PLNData) -> Variational:
+    """`init_variational(data)` computed by NumPy and copied to the device: the start levels 5
+    and 6 take. Run op by op, each operation of `init_variational` compiles a program of its own
+    at a fit's first call on a new shape, and even jitted it compiles one; NumPy compiles none.
+    Its log1p may differ from XLA's in the last bit of a few entries."""
+    latent_mean = np.log1p(np.asarray(data.counts)) - np.asarray(data.offsets)
+    return Variational(jax.device_put(latent_mean), jax.device_put(np.full_like(latent_mean, 0.5)))
 
 
 def device_array(value, dtype, sharding=None) -> jax.Array:

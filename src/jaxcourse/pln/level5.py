@@ -24,8 +24,8 @@ from ._algorithm import (
     DIVERGED,
     FitResult,
     check_fit_arguments,
-    compiled_start,
     device_array,
+    numpy_start,
     report_divergence,
 )
 from ._data import PLNData
@@ -67,7 +67,9 @@ once, like `NEWTON_RPROP`."""
 BLAS_THREADS = 1
 """BLAS/LAPACK threads during a fit by default: the loop factorises a small matrix at every
 iteration, and idle OpenBLAS threads spinning after each call take the core XLA needs
-(`config.limit_blas_threads` explains it; the benchmark chapter measures it)."""
+(`config.limit_blas_threads` explains it; the benchmark chapter measures it). The limit holds
+from the preparation on: its NumPy products (X'X, the separation test) call NumPy's own
+OpenBLAS, whose threads otherwise spin through the loop's first iterations."""
 
 
 @partial(jax.jit, static_argnames=("n_iter", "optimizer", "monitor_every", "kernel"))
@@ -127,13 +129,6 @@ def check_start(data: PLNData, start) -> None:
             raise ValueError(
                 f"start.{name} must have the counts' shape {data.counts.shape}, got {jnp.shape(array)}."
             )
-
-
-def run_with_blas_threads(blas_threads: int | None, compiled, *args, **kwargs):
-    """Calls `compiled(*args, **kwargs)` and waits for its result, with at most `blas_threads`
-    BLAS/LAPACK threads (None: as the process is)."""
-    with limit_blas_threads(blas_threads):
-        return jax.block_until_ready(compiled(*args, **kwargs))
 
 
 def run_reporting_divergence(
@@ -213,26 +208,27 @@ def fit(
     check_level_options(tol, monitor_every, blas_threads)
     check_flag("separation_limit", separation_limit)
     check_kernel(kernel)
-    start = compiled_start(data) if start is None else start
-    check_start(data, start)
-    problem, held, found = prepare_checked(data, separation_limit)
-    traced_tol = device_array(tol, data.counts.dtype)
+    with limit_blas_threads(blas_threads):  # from the preparation on (`BLAS_THREADS`)
+        start = numpy_start(data) if start is None else start
+        check_start(data, start)
+        problem, held, found = prepare_checked(data, separation_limit)
+        traced_tol = device_array(tol, data.counts.dtype)
 
-    def run(step_limit, every):
-        step_limit = device_array(step_limit, np.int32)
-        return run_with_blas_threads(
-            blas_threads,
-            fit_compiled,
-            problem,
-            start,
-            traced_tol,
-            step_limit,
-            n_iter=n_iter,
-            optimizer=optimizer,
-            monitor_every=every,
-            kernel=kernel,
-        )
+        def run(step_limit, every):
+            step_limit = device_array(step_limit, np.int32)
+            return jax.block_until_ready(
+                fit_compiled(
+                    problem,
+                    start,
+                    traced_tol,
+                    step_limit,
+                    n_iter=n_iter,
+                    optimizer=optimizer,
+                    monitor_every=every,
+                    kernel=kernel,
+                )
+            )
 
-    result = run_reporting_divergence(run, n_iter, int(monitor_every))
-    result = push_to_limit(result, data.offsets, held)
-    return mark_separated(result, found)
+        result = run_reporting_divergence(run, n_iter, int(monitor_every))
+        result = push_to_limit(result, data.offsets, held)
+        return jax.block_until_ready(mark_separated(result, found))

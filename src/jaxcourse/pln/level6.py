@@ -22,6 +22,7 @@ import optax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from ..config import limit_blas_threads
 from ..parallel import AXIS, check_even_split
 from ..parallel import sample_mesh as sample_mesh
 from ._algorithm import (
@@ -29,9 +30,9 @@ from ._algorithm import (
     FitDivergedWarning,
     FitResult,
     check_fit_arguments,
-    compiled_start,
     device_array,
     first_bad_step,
+    numpy_start,
 )
 from ._data import PLNData
 from ._model import Variational
@@ -43,7 +44,6 @@ from .level5 import (
     check_level_options,
     prepare_checked,
     run_reporting_divergence,
-    run_with_blas_threads,
 )
 from .profiled import prepare, problem_layout
 from .separation import (
@@ -117,29 +117,30 @@ def fit(
     mesh = sample_mesh() if mesh is None else mesh
     check_even_split(data.n_samples, mesh, AXIS)
     rows, replicated = NamedSharding(mesh, P(AXIS)), NamedSharding(mesh, P())
-    problem, held, found = prepare_checked(data, separation_limit)
-    problem = jax.device_put(problem, problem_layout(rows, replicated))
-    variational = jax.device_put(compiled_start(data), rows)
-    traced_tol = device_array(tol, data.counts.dtype, replicated)
+    with limit_blas_threads(blas_threads):  # from the preparation on (`level5.BLAS_THREADS`)
+        problem, held, found = prepare_checked(data, separation_limit)
+        problem = jax.device_put(problem, problem_layout(rows, replicated))
+        variational = jax.device_put(numpy_start(data), rows)
+        traced_tol = device_array(tol, data.counts.dtype, replicated)
 
-    def run(step_limit, every):
-        step_limit = device_array(step_limit, np.int32, replicated)
-        return run_with_blas_threads(
-            blas_threads,
-            _fit_sharded,
-            problem,
-            variational,
-            traced_tol,
-            step_limit,
-            n_iter=n_iter,
-            optimizer=optimizer,
-            monitor_every=every,
-            mesh=mesh,
-        )
+        def run(step_limit, every):
+            step_limit = device_array(step_limit, np.int32, replicated)
+            return jax.block_until_ready(
+                _fit_sharded(
+                    problem,
+                    variational,
+                    traced_tol,
+                    step_limit,
+                    n_iter=n_iter,
+                    optimizer=optimizer,
+                    monitor_every=every,
+                    mesh=mesh,
+                )
+            )
 
-    result = run_reporting_divergence(run, n_iter, int(monitor_every))
-    result = push_to_limit(result, data.offsets, held)
-    return mark_separated(result, found)
+        result = run_reporting_divergence(run, n_iter, int(monitor_every))
+        result = push_to_limit(result, data.offsets, held)
+        return jax.block_until_ready(mark_separated(result, found))
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
@@ -147,7 +148,7 @@ def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Vari
 
     Returns a `Variational` whose arrays have a leading axis of length `len(keys)`.
     """
-    start = compiled_start(data)
+    start = numpy_start(data)
 
     def perturb(key):
         noise = scale * jax.random.normal(key, start.latent_mean.shape, start.latent_mean.dtype)
@@ -266,7 +267,7 @@ def fit_many(
             raise ValueError(f"all data sets must have the same shapes, got {sorted(shapes)}.")
         problems, helds, founds = prepare_many(datasets, separation_limit)
         problem = jax.tree.map(lambda *leaves: jnp.stack(leaves), *problems)
-        starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(compiled_start, datasets))
+        starts = jax.tree.map(lambda *leaves: jnp.stack(leaves), *map(numpy_start, datasets))
         batched_problem = True
         dtype = datasets[0].counts.dtype
     options = dict(n_iter=n_iter, optimizer=optimizer, batched_problem=batched_problem)

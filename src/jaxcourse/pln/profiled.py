@@ -114,9 +114,9 @@ def prepare(data: PLNData, zero_rate: np.ndarray | None = None) -> Problem:
             raise ValueError(
                 "zero_rate must be an (n, p) bool mask that is True only on zero counts."
             )
-    offsets, shifted_offsets = _prepared_offsets(counts, data.offsets, zero_rate)
-    # The small constants are rounded by NumPy and only copied to the device: jnp.asarray
-    # would compile a program of its own for each of them, at every first call of a fit.
+    offsets, shifted_offsets = _prepared_offsets(data, zero_rate)
+    # Everything but the data is computed by NumPy and only copied to the device: jnp.asarray
+    # or a jnp operation would compile a program of its own, at every first call of a fit.
     return Problem(
         counts=counts,
         offsets=offsets,
@@ -128,16 +128,20 @@ def prepare(data: PLNData, zero_rate: np.ndarray | None = None) -> Problem:
     )
 
 
-@jax.jit
-def _prepared_offsets(counts, offsets, zero_rate):
-    """O and O - log Y (O where Y = 0) for `Problem`, one compiled program (op by op, each
-    operation would compile on its own: about a tenth of a plain fit's first call). Where
-    `zero_rate` (None or an `(n, p)` bool mask) is True, O is -inf and the shifted O is 0:
-    Y = 0 there, so Y (M + 0) = 0."""
-    shifted_offsets = offsets - jnp.log(jnp.where(counts > 0, counts, 1.0))
+def _prepared_offsets(data: PLNData, zero_rate: np.ndarray | None) -> tuple[jax.Array, jax.Array]:
+    """O and O - log Y (O where Y = 0) for `Problem`, by NumPy: run by JAX op by op, each
+    operation would compile a program of its own at a fit's first call on a new shape. The
+    shifted O is computed in float64 and rounded once, so that each entry is as close as its
+    dtype allows (the Poisson sum multiplies its error by Y). Where `zero_rate` (None or an
+    `(n, p)` bool mask) is True, O is -inf and the shifted O is 0: Y = 0 there, so Y (M + 0) = 0."""
+    counts, offsets = np.asarray(data.counts), np.asarray(data.offsets)
+    log_counts = np.log(np.where(counts > 0, counts, 1).astype(np.float64))
+    shifted_offsets = (offsets.astype(np.float64) - log_counts).astype(offsets.dtype)
     if zero_rate is None:
-        return offsets, shifted_offsets
-    return jnp.where(zero_rate, -jnp.inf, offsets), jnp.where(zero_rate, 0.0, shifted_offsets)
+        return data.offsets, jax.device_put(shifted_offsets)
+    held_offsets = np.where(zero_rate, -np.inf, offsets).astype(offsets.dtype)
+    held_shifted = np.where(zero_rate, 0, shifted_offsets).astype(offsets.dtype)
+    return jax.device_put(held_offsets), jax.device_put(held_shifted)
 
 
 class Evaluation(NamedTuple):
