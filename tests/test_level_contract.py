@@ -139,3 +139,27 @@ def test_level5_start_is_checked(small):
         level5.fit(small, 3, start=(small.counts, small.counts))
     with pytest.raises(ValueError, match="start.latent_mean must have the counts' shape"):
         level5.fit(small, 3, start=Variational(small.counts[:3], small.counts))
+
+
+@pytest.mark.parametrize("level", [5, 6])
+@pytest.mark.parametrize("limit", [1, None])
+def test_the_blas_thread_limit_holds_from_the_preparation_on(level, limit, small, monkeypatch):
+    """`blas_threads` caps BLAS/LAPACK from the data's preparation on, not only in the loop: the
+    preparation's NumPy products call NumPy's own OpenBLAS, whose threads would otherwise still
+    spin through the loop's first iterations (`level5.BLAS_THREADS`). None leaves them as they
+    are."""
+    from jaxcourse.config import blas_threads, limit_blas_threads
+
+    module = LEVELS[level]
+    original = module.prepare_checked
+    seen = []
+
+    def recording(*args, **kwargs):
+        seen.append(set(blas_threads().values()))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(module, "prepare_checked", recording)
+    with limit_blas_threads(2):  # not the test worker's own limit of 1
+        module.fit(small, 3, blas_threads=limit)
+    expected = [{1}] if limit == 1 else [{2}]
+    assert seen == expected, seen
