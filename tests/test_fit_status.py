@@ -39,6 +39,7 @@ def test_a_diverging_fit_warns_and_keeps_its_last_finite_iterate(level, small):
     steps = int(result.n_steps)
     assert steps < 8
     assert f"after {steps} steps" in str(record[0].message)
+    assert record[0].filename == __file__  # the warning names the caller's line, not the package's
     # the trace keeps the finite ELBOs and repeats the last one: nothing NaN is left in it
     np.testing.assert_array_equal(
         np.asarray(result.elbo_trace)[steps:], float(result.elbo_trace[steps])

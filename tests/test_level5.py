@@ -213,6 +213,19 @@ def test_a_first_call_compiles_one_program():
     assert counted.compiles == 1, counted
 
 
+def test_the_numpy_start_is_init_variational(oaks):
+    """Levels 5 and 6 start from `_algorithm.numpy_start`, NumPy's copy of `init_variational`
+    (so that a first call compiles nothing for it): the same start up to the rounding of
+    log1p(Y) and O, a few float32 steps of theirs, so that a change to one without the other
+    fails here."""
+    from jaxcourse.pln._algorithm import numpy_start
+
+    copied, reference = numpy_start(oaks), init_variational(oaks)
+    for ours, theirs in zip(copied, reference):
+        assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
+        np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=0, atol=1e-6)
+
+
 def test_converges_on_oaks_to_the_best_known_elbo(oaks):
     """The default fit ends within 0.5 nats of the best known optimum (Stirling convention),
     checked in float64 at the returned parameters."""

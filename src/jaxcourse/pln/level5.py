@@ -131,11 +131,19 @@ def check_start(data: PLNData, start) -> None:
             )
 
 
-def run_reporting_divergence(
-    run: Callable[[int, int], FitResult], n_iter: int, monitor_every: int
+def run_fit(
+    run: Callable[[int, int], FitResult],
+    n_iter: int,
+    monitor_every: int,
+    data: PLNData,
+    held: Separation,
+    found: Separation,
 ) -> FitResult:
-    """`run(n_iter, monitor_every)`, as `report_divergence` returns it: a fit that diverged is
-    replayed up to its last finite iterate. `run(step_limit, monitor_every)` runs the same fit.
+    """What levels 5 and 6 return from `run(step_limit, monitor_every)`, one call of their
+    compiled loop: `run(n_iter, monitor_every)` as `report_divergence` returns it (a fit that
+    diverged is replayed up to its last finite iterate), pushed to the limit where `held`
+    holds rates at 0 (`push_to_limit`), its coefficients marked where `found` (`mark_separated`),
+    and waited for, so that the caller's BLAS thread limit holds until it is computed.
 
     A sparse trace can hide the first non-finite ELBO among the skipped iterations, so a fit
     monitored every `monitor_every` > 1 iterations that diverged is run again, monitored at
@@ -145,7 +153,8 @@ def run_reporting_divergence(
     if int(result.status) == DIVERGED and monitor_every > 1:
         monitor_every = 1
         result = run(n_iter, monitor_every)
-    return report_divergence(result, lambda steps: run(steps, monitor_every), stacklevel=4)
+    result = report_divergence(result, lambda steps: run(steps, monitor_every), stacklevel=4)
+    return jax.block_until_ready(mark_separated(push_to_limit(result, data.offsets, held), found))
 
 
 def fit(
@@ -215,20 +224,15 @@ def fit(
         traced_tol = device_array(tol, data.counts.dtype)
 
         def run(step_limit, every):
-            step_limit = device_array(step_limit, np.int32)
-            return jax.block_until_ready(
-                fit_compiled(
-                    problem,
-                    start,
-                    traced_tol,
-                    step_limit,
-                    n_iter=n_iter,
-                    optimizer=optimizer,
-                    monitor_every=every,
-                    kernel=kernel,
-                )
+            return fit_compiled(
+                problem,
+                start,
+                traced_tol,
+                device_array(step_limit, np.int32),
+                n_iter=n_iter,
+                optimizer=optimizer,
+                monitor_every=every,
+                kernel=kernel,
             )
 
-        result = run_reporting_divergence(run, n_iter, int(monitor_every))
-        result = push_to_limit(result, data.offsets, held)
-        return jax.block_until_ready(mark_separated(result, found))
+        return run_fit(run, n_iter, int(monitor_every), data, held, found)

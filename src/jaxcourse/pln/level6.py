@@ -43,14 +43,13 @@ from .level5 import (
     check_flag,
     check_level_options,
     prepare_checked,
-    run_reporting_divergence,
+    run_fit,
 )
 from .profiled import prepare, problem_layout
 from .separation import (
     SeparationWarning,
     coefficient_mask,
     find_separation,
-    mark_separated,
     no_separation,
     push_to_limit,
     separation_message,
@@ -124,23 +123,18 @@ def fit(
         traced_tol = device_array(tol, data.counts.dtype, replicated)
 
         def run(step_limit, every):
-            step_limit = device_array(step_limit, np.int32, replicated)
-            return jax.block_until_ready(
-                _fit_sharded(
-                    problem,
-                    variational,
-                    traced_tol,
-                    step_limit,
-                    n_iter=n_iter,
-                    optimizer=optimizer,
-                    monitor_every=every,
-                    mesh=mesh,
-                )
+            return _fit_sharded(
+                problem,
+                variational,
+                traced_tol,
+                device_array(step_limit, np.int32, replicated),
+                n_iter=n_iter,
+                optimizer=optimizer,
+                monitor_every=every,
+                mesh=mesh,
             )
 
-        result = run_reporting_divergence(run, n_iter, int(monitor_every))
-        result = push_to_limit(result, data.offsets, held)
-        return jax.block_until_ready(mark_separated(result, found))
+        return run_fit(run, n_iter, int(monitor_every), data, held, found)
 
 
 def random_starts(data: PLNData, keys: jax.Array, *, scale: float = 0.5) -> Variational:
