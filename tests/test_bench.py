@@ -360,6 +360,22 @@ def test_run_fresh_rejects_bad_requests():
         bench.run_fresh("reference", [tiny], n_iter=3, repeat=0)
     with pytest.raises(TypeError, match="list of PLNData"):
         bench.run_fresh("reference", [tiny.counts], n_iter=3)
+    with pytest.raises(TypeError, match="xla_flags must be a str"):
+        bench.run_fresh("jax", [tiny], n_iter=3, method="level 5", xla_flags=["--xla_cpu_ftz"])
+
+
+def test_run_fresh_hands_its_xla_flags_to_the_new_process(monkeypatch):
+    """XLA reads `XLA_FLAGS` when its backend starts: the flags go to the new process, after
+    any this one has, and the process reports what it ran with."""
+    from jaxcourse.hlo import CPU_MULTI_OUTPUT_FUSION
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_min_max=false")
+    tiny = bench.load_size("tiny")
+    run = bench.run_fresh(
+        "jax", [tiny], n_iter=3, method="level 5", xla_flags=CPU_MULTI_OUTPUT_FUSION
+    )
+    assert run.xla_flags == f"--xla_cpu_enable_fast_min_max=false {CPU_MULTI_OUTPUT_FUSION}"
+    assert run.fits[0].n_steps <= 3 and len(run.fits[0].times_s) == 1
 
 
 def test_methods_table_has_every_method_and_what_it_computes(tiny_results):

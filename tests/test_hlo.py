@@ -162,3 +162,50 @@ def test_passes_count_what_each_instruction_reads_and_writes():
     assert one.bytes == 3 * 4 * SHAPE[0] * SHAPE[1] == roofline.cost(product).bytes_accessed
     summed = passes(jax.jit(plain_sum).lower(*args).compile(), SHAPE)
     assert sum(p.reads for p in summed) == 2 and sum(p.writes for p in summed) == 0
+
+
+# XLA:CPU's multi-output fusion, off by default (the benchmark chapter's "Where the time goes")
+
+LEVEL5_ITERATION = """
+import json
+from jaxcourse import hlo
+from jaxcourse.pln import convergence, costs, level5, load_oaks
+found = costs.iteration_passes(load_oaks(10), optimizer=level5.NEWTON_MOMENTUM,
+                               monitor_every=convergence.DEFAULT_MONITOR_EVERY)
+print(json.dumps({"totals": hlo.pass_totals(found), "several": [p.writes for p in found if p.writes > 1]}))
+"""
+
+
+def level5_iteration_in_a_fresh_process(xla_flags: str) -> dict:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "XLA_FLAGS": xla_flags, "JAX_PLATFORMS": "cpu"}
+    done = subprocess.run(
+        [sys.executable, "-c", LEVEL5_ITERATION],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_multi_output_fusion_merges_sibling_loops_but_writes_no_fewer_arrays():
+    """The benchmark chapter's account of level 5's remaining passes. By default no fusion of
+    the level-5 iteration writes two arrays. With `hlo.CPU_MULTI_OUTPUT_FUSION`, XLA:CPU runs
+    sibling loops as one (the velocities of M and S, the new M and S, ...), which read shared
+    operands once: fewer arrays read and fewer bytes, but no fewer written (it now writes a
+    value it used to recompute). A release that changes either fails here."""
+    from jaxcourse.hlo import CPU_MULTI_OUTPUT_FUSION
+
+    default = level5_iteration_in_a_fresh_process("")
+    fused = level5_iteration_in_a_fresh_process(CPU_MULTI_OUTPUT_FUSION)
+    assert default["several"] == []
+    writes, reads, moved = default["totals"]
+    assert len(fused["several"]) >= 3 and set(fused["several"]) == {2}
+    fused_writes, fused_reads, fused_moved = fused["totals"]
+    assert fused_writes >= writes and fused_reads < reads and fused_moved < moved

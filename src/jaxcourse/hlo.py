@@ -211,7 +211,8 @@ class Pass(NamedTuple):
         opcode: `fusion`, `dot`, `custom-call`, `copy`, ...
         bytes: the bytes it reads (its operands) and writes (its result), as in memory.
         reads: how many of its operands hold at least half as many entries as `shape`.
-        writes: 1 if its result holds at least half as many entries as `shape`, else 0.
+        writes: how many of the arrays it writes do: 0 or 1, except for a fusion that writes
+            several arrays in one loop (with `CPU_MULTI_OUTPUT_FUSION`).
     """
 
     name: str
@@ -263,7 +264,9 @@ def passes(compiled: jax.stages.Compiled, shape: tuple[int, ...]) -> list[Pass]:
                 opcode=match["opcode"],
                 bytes=_result_bytes(match["type"]) + sum(_result_bytes(t) for t in operands),
                 reads=sum(entries(t) >= at_least for t in operands),
-                writes=int(entries(match["type"]) >= at_least),
+                writes=sum(
+                    entries(array[0]) >= at_least for array in _ARRAY_TYPE.finditer(match["type"])
+                ),
             )
         )
     return result
@@ -282,3 +285,12 @@ def pass_totals(found: list[Pass]) -> PassTotals:
     return PassTotals(
         sum(p.writes for p in found), sum(p.reads for p in found), sum(p.bytes for p in found)
     )
+
+
+CPU_MULTI_OUTPUT_FUSION = "--xla_backend_extra_options=xla_cpu_use_multi_output_fusion"
+"""`XLA_FLAGS` that turn on XLA:CPU's multi-output fusion, off by default (checked with jax
+0.12.0.1): sibling loops of one shape, such as level 5's velocities of M and of S, then run
+as one loop that writes both and reads their common operands once (a loop and the loop that
+reads its result stay two). XLA reads `XLA_FLAGS` once, when its backend
+starts, so a program compiled with them runs in a fresh process
+(`bench.run_fresh(..., xla_flags=CPU_MULTI_OUTPUT_FUSION)`)."""

@@ -58,6 +58,7 @@ class FreshRun(NamedTuple):
         fits: one `FreshFit` per data set, in order.
         pid: the process id, different for every run.
         description: for the reference, the optimizer it reports; else "".
+        xla_flags: the `XLA_FLAGS` the process ran with, as it read them ("" for none).
     """
 
     import_s: float
@@ -66,6 +67,7 @@ class FreshRun(NamedTuple):
     fits: tuple[FreshFit, ...]
     pid: int
     description: str = ""
+    xla_flags: str = ""
 
 
 def default_torch_threads() -> int:
@@ -73,7 +75,7 @@ def default_torch_threads() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
-def _check(kind: str, method: str | None, repeat: int, datasets) -> None:
+def _check(kind: str, method: str | None, repeat: int, datasets, xla_flags) -> None:
     if kind not in ("jax", "reference"):
         raise ValueError(f"kind must be 'jax' or 'reference', got {kind!r}.")
     if kind == "jax" and not method:
@@ -82,6 +84,8 @@ def _check(kind: str, method: str | None, repeat: int, datasets) -> None:
         raise ValueError(f"repeat must be an int of at least 1, got {repeat!r}.")
     if not datasets or not all(isinstance(d, PLNData) for d in datasets):
         raise TypeError("datasets must be a non-empty list of PLNData.")
+    if xla_flags is not None and not isinstance(xla_flags, str):
+        raise TypeError(f"xla_flags must be a str of XLA flags or None, got {xla_flags!r}.")
 
 
 def run_fresh(
@@ -94,6 +98,7 @@ def run_fresh(
     torch_threads: int | None = None,
     cache_dir: str | None = None,
     maxiter: list[int | None] | None = None,
+    xla_flags: str | None = None,
 ) -> FreshRun:
     """Fits each data set `repeat` times in one new Python process and returns what it measured.
 
@@ -107,13 +112,16 @@ def run_fresh(
             by default); recorded either way.
         cache_dir: a folder for JAX's persistent compilation cache (None: no cache).
         maxiter: per data set, a `maxiter` for the reference other than `n_iter`.
+        xla_flags: flags added to the process's `XLA_FLAGS` (after any this process has),
+            such as `hlo.CPU_MULTI_OUTPUT_FUSION`: XLA reads them only when its backend
+            starts, so a fresh process is the way to compare them.
 
     The reference's process gets `JAX_PLATFORMS=cpu`, so that JAX there never takes GPU memory
     from torch. A JAX process may take at most `CHILD_GPU_MEMORY_FRACTION` of a GPU's memory
     (unless `XLA_PYTHON_CLIENT_MEM_FRACTION` is set): by default JAX reserves 75% of it in the
     parent already, and a child asking for as much again would fail.
     """
-    _check(kind, method, repeat, datasets)
+    _check(kind, method, repeat, datasets, xla_flags)
     maxiter = maxiter or [None] * len(datasets)
     with tempfile.TemporaryDirectory(prefix="jaxcourse-fresh-") as folder:
         jobs = []
@@ -140,6 +148,8 @@ def run_fresh(
         request["started_at"] = time.time()  # the worker counts its start-up and imports from here
         (Path(folder) / "request.json").write_text(json.dumps(request))
         env = dict(os.environ)
+        if xla_flags:
+            env["XLA_FLAGS"] = " ".join(filter(None, [env.get("XLA_FLAGS", ""), xla_flags]))
         if kind == "reference":
             env["JAX_PLATFORMS"] = "cpu"
         else:
@@ -153,6 +163,7 @@ def run_fresh(
         fits=fits,
         pid=answer["pid"],
         description=answer["jobs"][0].get("optimizer", ""),
+        xla_flags=answer.get("xla_flags", ""),
     )
 
 

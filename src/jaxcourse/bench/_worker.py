@@ -66,6 +66,7 @@ def _jax_jobs(request: dict) -> dict:
         "import_s": imported,
         "device": f"jax {jax.default_backend()} ({getattr(device, 'device_kind', str(device))})",
         "jobs": jobs,
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
     }
 
 
