@@ -508,7 +508,8 @@ def test_requirements_dev_pins_exactly_the_dev_extra_on_top_of_requirements_txt(
     text = (ROOT / "requirements-dev.txt").read_text()
     assert "-r requirements.txt" in text.splitlines()
     own = {install.requirement_name(line) for line in text.splitlines()} - {None}
-    assert own == install.dev_extra(ROOT) == {"pytest", "pytest-xdist", "nbmake", "ruff", "mypy"}
+    tools = {"pytest", "pytest-xdist", "pytest-rerunfailures", "nbmake", "ruff", "mypy"}
+    assert own == install.dev_extra(ROOT) == tools
     assert all(re.search(rf"^{name}==\S+$", text, re.M | re.I) for name in own), text
     assert not own & install.pinned_names(ROOT / "requirements.txt")
 

@@ -62,11 +62,11 @@ PROBE_TIMEOUT_S = 5.0
 # Download sizes for Python 3.13 on Linux x86_64. Part I, measured on 2026-11-28: `pip download -r
 # <part1 requirements>` fetched 227 MB of wheels (jax, jaxlib, SciPy, pandas, Matplotlib, Jupyter
 # and what scripts/course.sh runs); requirements-dev.txt's tests and lint add 11 MB (ruff, pytest,
-# pytest-xdist, nbmake and their dependencies). Measured on 2026-11-25: the comparison adds
-# pyPLNmodels with its dependencies other than torch (scikit-learn, seaborn, sympy, ...: 22 MB) and
-# torch: the 2.13.0+cpu wheel is 192 MB; PyPI's Linux wheel is 527 MB and pulls the NVIDIA CUDA
-# libraries (cuBLAS, cuDNN, NCCL, cuSPARSELt, ...) and triton, 2.2 GB more (their wheel sizes on
-# PyPI's simple index).
+# pytest-xdist, nbmake and their dependencies; pytest-rerunfailures, added on 2026-12-06, is a 24 kB
+# wheel). Measured on 2026-11-25: the comparison adds pyPLNmodels with its dependencies other than
+# torch (scikit-learn, seaborn, sympy, ...: 22 MB) and torch: the 2.13.0+cpu wheel is 192 MB; PyPI's
+# Linux wheel is 527 MB and pulls the NVIDIA CUDA libraries (cuBLAS, cuDNN, NCCL, cuSPARSELt, ...)
+# and triton, 2.2 GB more (their wheel sizes on PyPI's simple index).
 PART1_DOWNLOAD = "about 230 MB"
 DEV_DOWNLOAD = "about 11 MB"
 COMPARE_DOWNLOAD_CPU = "about 220 MB"
@@ -83,7 +83,13 @@ MODES = ("part1", "full", "dev")
 DEV_REQUIREMENTS = "requirements-dev.txt"
 """The developers' tools, on top of requirements.txt (which it includes with `-r`)."""
 
-DEV_IMPORTS = {"pytest": "pytest", "xdist": "pytest-xdist", "nbmake": "nbmake", "ruff": "ruff"}
+DEV_IMPORTS = {
+    "pytest": "pytest",
+    "xdist": "pytest-xdist",
+    "pytest_rerunfailures": "pytest-rerunfailures",
+    "nbmake": "nbmake",
+    "ruff": "ruff",
+}
 """What `check dev` imports besides the full install (module: distribution): requirements-dev.txt's
 packages."""
 
