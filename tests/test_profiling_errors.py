@@ -71,6 +71,19 @@ def test_the_package_names_what_was_not_compiled():
 # The trace reader, on a real trace ---------------------------------------------------------------
 
 
+def test_each_call_of_a_jitted_function_is_two_nested_events_and_counts_once(layer_trace):
+    """jax 0.12 records a call from Python as two nested `PjitFunction` events: `of_kind` sees
+    six for the trace's three calls, `jitted_calls` three (the profiling chapter counts calls
+    with it). A release that records one event per call fails the first assertion."""
+    events = profiling.read_trace(layer_trace)
+    dispatched = [
+        e for e in profiling.of_kind(events, "dispatch") if e.name == "PjitFunction(layer)"
+    ]
+    assert len(dispatched) == 6
+    calls = [e for e in profiling.jitted_calls(events) if e.name == "PjitFunction(layer)"]
+    assert len(calls) == 3 and all(call in dispatched for call in calls)
+
+
 def test_a_real_trace_has_every_kind_the_chapter_draws(layer_trace):
     """The first call compiles; every call is dispatched from Python and run; XLA:CPU's thunks
     belong to the compiled module, and their names are HLO instructions."""

@@ -184,6 +184,14 @@ def of_kind(events: list[TraceEvent], kind: str) -> list[TraceEvent]:
     return [event for event in events if event.kind == kind]
 
 
+def jitted_calls(events: list[TraceEvent]) -> list[TraceEvent]:
+    """The calls of jitted functions from Python: the `dispatch` events that no other one holds.
+    jax 0.12 records each call as two nested `PjitFunction(...)` events on the Python thread,
+    so `of_kind(events, "dispatch")` counts every call twice."""
+    dispatched = of_kind(events, "dispatch")
+    return [call for call in dispatched if not any(contains(other, call) for other in dispatched)]
+
+
 def contains(outer: TraceEvent, inner: TraceEvent) -> bool:
     """True when `outer` holds `inner`: another event on the same thread, within its interval
     (a loop, call or conditional thunk holds its body's thunks, whatever its name; two threads
