@@ -198,8 +198,8 @@ def test_multi_output_fusion_merges_sibling_loops_but_writes_no_fewer_arrays():
     """The benchmark chapter's account of level 5's remaining passes. By default no fusion of
     the level-5 iteration writes two arrays. With `hlo.CPU_MULTI_OUTPUT_FUSION`, XLA:CPU runs
     sibling loops as one (the velocities of M and S, the new M and S, ...), which read shared
-    operands once: fewer arrays read and fewer bytes, but no fewer written (it now writes a
-    value it used to recompute). A release that changes either fails here."""
+    operands once: fewer arrays read and fewer bytes, but no fewer written. A release that
+    changes either fails here."""
     from jaxcourse.hlo import CPU_MULTI_OUTPUT_FUSION
 
     default = level5_iteration_in_a_fresh_process("")
